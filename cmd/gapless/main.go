@@ -1,0 +1,45 @@
+// Command gapless is a parallel replication applier for MariaDB and MySQL.
+//
+// This file only wires the subcommands together; each subcommand lives in a
+// file of its own and every error ends here, printed once.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries an exit code other than 1 (for example verify's "tables differ").
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func main() {
+	root := &cobra.Command{
+		Use:           "gapless",
+		Short:         "Parallel replication applier for MariaDB and MySQL",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newReplicateCmd(),
+		newStatusCmd(),
+		newVerifyCmd(),
+		newSandboxCmd(),
+	)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "gapless:", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		os.Exit(1)
+	}
+}
