@@ -1,7 +1,238 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"gapless/internal/apply"
+	"gapless/internal/binlog"
+	"gapless/internal/dburl"
+	"gapless/internal/gtid"
+	"gapless/internal/target"
+)
+
+// targetParams are the driver settings every target connection uses.
+var targetParams = map[string]string{"multiStatements": "true", "maxAllowedPacket": "0", "loc": "UTC"}
+
+type replicateFlags struct {
+	source, target string
+	until, start   string
+	relayDir       string
+	stream         string
+	serverID       uint32
+	skip           []string
+	noTargetBinlog bool
+	progress       time.Duration
+	segmentSize    int64
+	verbose        bool
+}
 
 func newReplicateCmd() *cobra.Command {
-	return &cobra.Command{Use: "replicate", Short: "not built yet"}
+	var f replicateFlags
+	cmd := &cobra.Command{
+		Use:   "replicate --source URL --target URL [flags]",
+		Short: "Replicate the source's binlog to the target until --until, a stop, or a fatal error",
+		Long: `Attach to the source as a replica, keep its binlog in a relay log and apply it to the target.
+
+The applied position is written on the target in the same transaction as the
+data (table gapless.checkpoint), so a restart after any crash continues exactly
+once. SIGINT or SIGTERM let the transaction in flight commit, then exit 0.
+
+When the target has no position yet, replication starts from --start-position,
+else from the target's @@gtid_slave_pos, else from the source's first binlog.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runReplicate(cmd.Context(), f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.source, "source", os.Getenv("GAPLESS_SOURCE"), "source (primary) URL mysql://user:password@host:port (default $GAPLESS_SOURCE)")
+	fl.StringVar(&f.target, "target", os.Getenv("GAPLESS_TARGET"), "target URL mysql://user:password@host:port (default $GAPLESS_TARGET)")
+	fl.StringVar(&f.until, "until", "", "stop, exit 0, once this GTID position is applied (e.g. 0-1-51253,1-1-10)")
+	fl.StringVar(&f.start, "start-position", "", "GTID position to start from when the target has none")
+	fl.StringVar(&f.relayDir, "relay-dir", "./gapless-relay", "relay log folder")
+	fl.StringVar(&f.stream, "stream", "default", "name of this replication stream on the target (one applier per stream)")
+	fl.Uint32Var(&f.serverID, "server-id", 0, "replica server id shown to the source (default: derived from the target and stream)")
+	fl.StringArrayVar(&f.skip, "skip-gtid", nil, "record this GTID as applied without applying it (repeatable)")
+	fl.BoolVar(&f.noTargetBinlog, "no-target-binlog", false, "do not write applied transactions to the target's binlog")
+	fl.DurationVar(&f.progress, "progress", time.Second, "print progress this often (0: never)")
+	fl.Int64Var(&f.segmentSize, "relay-segment-size", 64<<20, "rotate relay log segments after this many bytes")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log each reconnect and retry")
+	return cmd
+}
+
+func runReplicate(ctx context.Context, f replicateFlags) error {
+	if f.source == "" || f.target == "" {
+		return fmt.Errorf("both --source and --target are required (or $GAPLESS_SOURCE and $GAPLESS_TARGET)")
+	}
+	until, err := parseOptionalPosition("--until", f.until)
+	if err != nil {
+		return err
+	}
+	start, err := parseOptionalPosition("--start-position", f.start)
+	if err != nil {
+		return err
+	}
+	var skip []gtid.MariaDBGTID
+	for _, s := range f.skip {
+		g, err := gtid.ParseMariaDBGTID(s)
+		if err != nil {
+			return fmt.Errorf("--skip-gtid: %w", err)
+		}
+		skip = append(skip, g)
+	}
+
+	srcDB, srcCfg, err := dburl.Open(f.source, nil)
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	defer srcDB.Close()
+	if err := checkSource(ctx, srcDB, srcCfg); err != nil {
+		return err
+	}
+	tgtDB, tgtCfg, err := dburl.Open(f.target, targetParams)
+	if err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	defer tgtDB.Close()
+	writeBinlog, err := targetWritesBinlog(ctx, tgtDB, !f.noTargetBinlog)
+	if err != nil {
+		return err
+	}
+	if start == nil {
+		start, err = targetSlavePos(ctx, tgtDB)
+		if err != nil {
+			return err
+		}
+	}
+	serverID := f.serverID
+	if serverID == 0 {
+		h := fnv.New32a()
+		fmt.Fprintf(h, "%s:%d/%s", tgtCfg.Host, tgtCfg.Port, f.stream)
+		serverID = 1<<30 | h.Sum32()>>2
+	}
+
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cfg := apply.Config{
+		Stream: f.stream,
+		Receiver: binlog.ReceiverConfig{
+			Host: srcCfg.Host, Port: uint16(srcCfg.Port), User: srcCfg.User, Password: srcCfg.Password,
+			ServerID: serverID, Logger: logger,
+		},
+		Relay:   binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize},
+		Target:  tgtDB,
+		Session: target.Options{KeepGTID: writeBinlog, WriteBinlog: writeBinlog},
+		Start:   start,
+		Until:   until,
+		Skip:    skip,
+		Logger:  logger,
+	}
+	if f.progress > 0 {
+		cfg.ProgressEvery = f.progress
+		cfg.Progress = printProgress
+	}
+	fmt.Printf("replicating %s -> %s (stream %q, relay log %s)\n", srcCfg.Redacted(), tgtCfg.Redacted(), f.stream, f.relayDir)
+	began := time.Now()
+	res, err := apply.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s: applied %d transactions in %s; position %s\n", res.Reason, res.Applied, time.Since(began).Round(time.Millisecond), res.Position.String())
+	return nil
+}
+
+func printProgress(p apply.Progress) {
+	conn := ""
+	if !p.Connected {
+		conn = ""
+	}
+	fmt.Printf("applied %d (%.0f/s)  behind %d txns, %.1f s  position %s%s\n",
+		p.Applied, p.PerSecond, p.Behind, p.LagSeconds, emptyAsNone(p.Position.String()), conn)
+}
+
+func emptyAsNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func parseOptionalPosition(flag, s string) (*gtid.MariaDBPosition, error) {
+	if s == "" {
+		return nil, nil
+	}
+	p, err := gtid.ParseMariaDBPosition(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	return &p, nil
+}
+
+// checkSource refuses a source gapless cannot replicate from, with the reason.
+func checkSource(ctx context.Context, db *sql.DB, cfg dburl.Config) error {
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		return fmt.Errorf("source %s: %w", cfg.Addr(), err)
+	}
+	if !strings.Contains(strings.ToLower(version), "mariadb") {
+		return fmt.Errorf("source %s runs %s: only MariaDB sources are replicated so far", cfg.Addr(), version)
+	}
+	var logBin int
+	var format, rowImage string
+	err := db.QueryRowContext(ctx, "SELECT @@log_bin, @@binlog_format, @@binlog_row_image").Scan(&logBin, &format, &rowImage)
+	if err != nil {
+		return fmt.Errorf("source %s: read binlog settings: %w", cfg.Addr(), err)
+	}
+	if logBin == 0 {
+		return fmt.Errorf("source %s has no binlog (log_bin=OFF); start it with log_bin and binlog_format=ROW", cfg.Addr())
+	}
+	if strings.EqualFold(format, "STATEMENT") {
+		return fmt.Errorf("source %s writes binlog_format=STATEMENT; gapless needs ROW or MIXED (SET GLOBAL binlog_format=ROW)", cfg.Addr())
+	}
+	return nil
+}
+
+// targetWritesBinlog reports whether applied transactions go to the target's binlog.
+func targetWritesBinlog(ctx context.Context, db *sql.DB, want bool) (bool, error) {
+	if !want {
+		return false, nil
+	}
+	var logBin int
+	if err := db.QueryRowContext(ctx, "SELECT @@log_bin").Scan(&logBin); err != nil {
+		return false, fmt.Errorf("target: %w", err)
+	}
+	return logBin == 1, nil
+}
+
+// targetSlavePos is the target's @@gtid_slave_pos, the position a target
+// restored from a backup or replicated by the server itself carries.
+func targetSlavePos(ctx context.Context, db *sql.DB) (*gtid.MariaDBPosition, error) {
+	var s string
+	if err := db.QueryRowContext(ctx, "SELECT @@gtid_slave_pos").Scan(&s); err != nil {
+		return nil, fmt.Errorf("target: read @@gtid_slave_pos: %w", err)
+	}
+	if s == "" {
+		return nil, nil
+	}
+	p, err := gtid.ParseMariaDBPosition(s)
+	if err != nil {
+		return nil, fmt.Errorf("target: @@gtid_slave_pos: %w", err)
+	}
+	return &p, nil
 }

@@ -1,7 +1,80 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"gapless/internal/checkpoint"
+	"gapless/internal/dburl"
+)
 
 func newStatusCmd() *cobra.Command {
-	return &cobra.Command{Use: "status", Short: "not built yet"}
+	var targetURL, stream string
+	cmd := &cobra.Command{
+		Use:   "status --target URL",
+		Short: "Show each stream's applied position on the target, its lag and whether an applier runs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runStatus(cmd.Context(), targetURL, stream)
+		},
+	}
+	cmd.Flags().StringVar(&targetURL, "target", os.Getenv("GAPLESS_TARGET"), "target URL (default $GAPLESS_TARGET)")
+	cmd.Flags().StringVar(&stream, "stream", "", "only this stream")
+	return cmd
+}
+
+func runStatus(ctx context.Context, targetURL, only string) error {
+	if targetURL == "" {
+		return fmt.Errorf("--target is required (or $GAPLESS_TARGET)")
+	}
+	db, cfg, err := dburl.Open(targetURL, nil)
+	if err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	defer db.Close()
+	streams, err := checkpoint.Streams(ctx, db)
+	if err != nil {
+		return err
+	}
+	if only != "" {
+		streams = []string{only}
+	}
+	if len(streams) == 0 {
+		fmt.Printf("%s: no gapless position on this target (nothing replicated yet)\n", cfg.Redacted())
+		return nil
+	}
+	for _, name := range streams {
+		store := checkpoint.ForStream(db, name)
+		pos, err := store.Position(ctx)
+		if err != nil {
+			return err
+		}
+		rows, err := store.Rows(ctx)
+		if err != nil {
+			return err
+		}
+		running := "not running"
+		if holder := checkpoint.Holder(ctx, db, name); holder != "" {
+			running = "running (" + holder + ")"
+		}
+		fmt.Printf("stream %s: %s\n  position  %s\n", name, running, emptyAsNone(pos.String()))
+		var newest checkpoint.Row
+		for _, r := range rows {
+			if r.AppliedAt.After(newest.AppliedAt) {
+				newest = r
+			}
+		}
+		if !newest.AppliedAt.IsZero() {
+			fmt.Printf("  last commit  %s at %s UTC, %s after the source wrote it\n",
+				newest.GTID, newest.AppliedAt.Format(time.DateTime), newest.AppliedAt.Sub(newest.SourceTime).Round(time.Second))
+		}
+		for _, r := range rows {
+			fmt.Printf("  domain %d slot %d  %s\n", r.Domain, r.Slot, r.GTID)
+		}
+	}
+	return nil
 }

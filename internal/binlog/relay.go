@@ -1,0 +1,655 @@
+// relay.go owns the relay log: the source's events kept on disk between the
+// receiver and the decoder, so that the receiver can run ahead of a slow
+// target and a restart does not need the source's old binlogs.
+//
+// The relay log is a folder of segment files relay-NNNNNN.bin, each in binlog
+// file format so that mariadb-binlog can read it:
+//
+//	magic | format description (the source's) | GTID list | whole groups ... | rotate
+//
+// Invariants:
+//   - a segment holds only whole event groups; the writer appends a group in
+//     one write, and recovery cuts a torn tail back to the last whole group;
+//   - the GTID list event of a segment is the position just before its first
+//     group, and equals the position after the previous segment's last group,
+//     so the relay log is one gap-less run of the source's history
+//     (Start, End];
+//   - every segment but the active one ends with a rotate event naming the next;
+//   - the relay log is a cache: the position on the target is the truth, and a
+//     relay log that does not continue it is discarded, never applied.
+package binlog
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"gapless/internal/gtid"
+)
+
+// binlogMagic opens every binlog file.
+var binlogMagic = []byte{0xfe, 'b', 'i', 'n'}
+
+const (
+	eventHeaderSize = replication.EventHeaderSize
+	checksumSize    = replication.BinlogChecksumLength
+	segmentPrefix   = "relay-"
+	segmentSuffix   = ".bin"
+)
+
+// ErrCorruptRelay is returned by a reader that meets an event it cannot trust
+// (a bad checksum, a torn event); the caller discards the relay log from there
+// and fetches the events again from the source.
+var ErrCorruptRelay = errors.New("relay log is corrupt")
+
+// RelayOptions configure a relay log.
+type RelayOptions struct {
+	Dir         string
+	SegmentSize int64         // rotate to a new segment after this many bytes (default 64 MiB)
+	SyncEvery   time.Duration // fsync the active segment at most this often (default 1 s; the rotate is always synced)
+}
+
+type segment struct {
+	number int
+	path   string
+	start  gtid.MariaDBPosition // position before the segment's first group
+}
+
+// RelayLog is the writer side and the registry of segments; readers are made from it.
+type RelayLog struct {
+	opts RelayOptions
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced whenever readers may have more to read
+	segments []segment
+	active   *os.File // nil when no segment is open for writing
+	// activeSize is how many bytes of the last segment hold whole events; readers read no further.
+	activeSize int64
+	format     []byte // raw format description event of the active segment
+	checksum   bool   // the active segment's events carry CRC32 checksums
+	end        gtid.MariaDBPosition
+	lastSync   time.Time
+	buf        []byte
+}
+
+// OpenRelay opens (creating if needed) the relay log in opts.Dir and recovers
+// it: a torn tail is cut back to the last whole group, and a segment that is
+// corrupt or does not continue the one before is removed with all after it.
+func OpenRelay(opts RelayOptions) (*RelayLog, error) {
+	if opts.SegmentSize <= 0 {
+		opts.SegmentSize = 64 << 20
+	}
+	if opts.SyncEvery <= 0 {
+		opts.SyncEvery = time.Second
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("relay directory %s: %w", opts.Dir, err)
+	}
+	probe := filepath.Join(opts.Dir, ".gapless-write-test")
+	if err := os.WriteFile(probe, nil, 0o644); err != nil {
+		return nil, fmt.Errorf("relay directory %s is not writable: %w", opts.Dir, err)
+	}
+	os.Remove(probe)
+
+	l := &RelayLog{opts: opts, changed: make(chan struct{})}
+	if err := l.recover(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func segmentPath(dir string, n int) string {
+	return filepath.Join(dir, fmt.Sprintf("%s%06d%s", segmentPrefix, n, segmentSuffix))
+}
+
+func listSegments(dir string) ([]segment, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("relay directory %s: %w", dir, err)
+	}
+	var segs []segment
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, segmentPrefix) || !strings.HasSuffix(name, segmentSuffix) {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, segmentPrefix), segmentSuffix))
+		if err != nil {
+			continue
+		}
+		segs = append(segs, segment{number: n, path: filepath.Join(dir, name)})
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].number < segs[j].number })
+	return segs, nil
+}
+
+// segmentScan is what recovery learned from reading one segment.
+type segmentScan struct {
+	start   gtid.MariaDBPosition
+	end     gtid.MariaDBPosition // after the last whole group
+	whole   int64                // bytes up to the end of the last whole group or control event
+	rotated bool                 // ends with a rotate event
+	err     error                // why the scan stopped early, if it did
+}
+
+// scanSegment reads a segment, checking every checksum, without decoding rows.
+func scanSegment(path string) segmentScan {
+	var s segmentScan
+	data, err := os.ReadFile(path)
+	if err != nil {
+		s.err = err
+		return s
+	}
+	if len(data) < len(binlogMagic) || !bytes.Equal(data[:len(binlogMagic)], binlogMagic) {
+		s.err = fmt.Errorf("%s: not a binlog file", path)
+		return s
+	}
+	parser := newRelayParser(false)
+	var groups groupTracker
+	var pending gtid.MariaDBGTID
+	sawList := false
+	off := int64(len(binlogMagic))
+	for off < int64(len(data)) {
+		if int64(len(data))-off < eventHeaderSize {
+			s.err = fmt.Errorf("%s: torn event header at byte %d", path, off)
+			break
+		}
+		size := int64(binary.LittleEndian.Uint32(data[off+9:]))
+		if size < eventHeaderSize || off+size > int64(len(data)) {
+			s.err = fmt.Errorf("%s: torn event at byte %d", path, off)
+			break
+		}
+		ev, err := parser.Parse(data[off : off+size])
+		if err != nil {
+			s.err = fmt.Errorf("%s: event at byte %d: %w", path, off, err)
+			break
+		}
+		off += size
+		switch e := ev.Event.(type) {
+		case *replication.MariadbGTIDListEvent:
+			if !sawList {
+				sawList = true
+				s.start = positionFromList(e)
+				s.end = s.start.Clone()
+			}
+		case *replication.MariadbGTIDEvent:
+			pending = mariaDBGTID(e)
+		}
+		if ev.Header.EventType == replication.ROTATE_EVENT {
+			s.rotated = true
+		}
+		cut, err := groups.add(ev)
+		if err != nil {
+			s.err = fmt.Errorf("%s: %w", path, err)
+			break
+		}
+		switch cut {
+		case cutComplete:
+			s.end.Advance(pending)
+			s.whole = off
+		case cutControl:
+			s.whole = off
+		}
+		if !sawList && ev.Header.EventType != replication.FORMAT_DESCRIPTION_EVENT {
+			s.err = fmt.Errorf("%s: no GTID list event after the format description", path)
+			s.whole = 0
+			break
+		}
+	}
+	if !sawList {
+		s.whole = 0
+	}
+	return s
+}
+
+func positionFromList(e *replication.MariadbGTIDListEvent) gtid.MariaDBPosition {
+	var p gtid.MariaDBPosition
+	for _, g := range e.GTIDs {
+		p.Advance(gtid.MariaDBGTID{Domain: g.DomainID, Server: g.ServerID, Seq: g.SequenceNumber})
+	}
+	return p
+}
+
+func mariaDBGTID(e *replication.MariadbGTIDEvent) gtid.MariaDBGTID {
+	return gtid.MariaDBGTID{Domain: e.GTID.DomainID, Server: e.GTID.ServerID, Seq: e.GTID.SequenceNumber}
+}
+
+func newRelayParser(decodeRows bool) *replication.BinlogParser {
+	p := replication.NewBinlogParser()
+	p.SetFlavor("mariadb")
+	p.SetVerifyChecksum(true)
+	p.SetUseDecimal(false)
+	if !decodeRows {
+		p.SetRowsEventDecodeFunc(func(*replication.RowsEvent, []byte) error { return nil })
+	}
+	return p
+}
+
+func (l *RelayLog) recover() error {
+	segs, err := listSegments(l.opts.Dir)
+	if err != nil {
+		return err
+	}
+	var kept []segment
+	var end gtid.MariaDBPosition
+	for i, seg := range segs {
+		scan := scanSegment(seg.path)
+		continues := i == 0 || scan.start.Equal(end)
+		if scan.whole == 0 || !continues {
+			// Nothing usable here, and nothing after it can continue the run.
+			removeSegments(segs[i:])
+			break
+		}
+		seg.start = scan.start
+		kept = append(kept, seg)
+		end = scan.end
+		if scan.err != nil || !scan.rotated {
+			if err := os.Truncate(seg.path, scan.whole); err != nil {
+				return fmt.Errorf("relay log recovery: cut %s back to its last whole group: %w", seg.path, err)
+			}
+			if err := l.sealSegment(seg, end); err != nil {
+				return err
+			}
+			removeSegments(segs[i+1:])
+			break
+		}
+	}
+	l.segments = kept
+	l.end = end
+	return nil
+}
+
+func removeSegments(segs []segment) {
+	for _, s := range segs {
+		os.Remove(s.path)
+	}
+}
+
+// sealSegment appends a rotate event to a segment left open by a crash, so a
+// reader moves on to the next segment.
+func (l *RelayLog) sealSegment(seg segment, _ gtid.MariaDBPosition) error {
+	f, err := os.OpenFile(seg.path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("relay log recovery: %w", err)
+	}
+	defer f.Close()
+	format, err := readFormat(f)
+	if err != nil {
+		return fmt.Errorf("relay log recovery: %s: %w", seg.path, err)
+	}
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return err
+	}
+	ev := encodeRotate(segmentPath(l.opts.Dir, seg.number+1), uint32(size), formatHasChecksum(format))
+	if _, err := f.Write(ev); err != nil {
+		return fmt.Errorf("relay log recovery: seal %s: %w", seg.path, err)
+	}
+	return f.Sync()
+}
+
+// readFormat returns the raw format description event of a segment.
+func readFormat(r io.ReaderAt) ([]byte, error) {
+	head := make([]byte, len(binlogMagic)+eventHeaderSize)
+	if _, err := r.ReadAt(head, 0); err != nil {
+		return nil, err
+	}
+	size := binary.LittleEndian.Uint32(head[len(binlogMagic)+9:])
+	ev := make([]byte, size)
+	if _, err := r.ReadAt(ev, int64(len(binlogMagic))); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// formatHasChecksum reports whether events written under this format
+// description carry a CRC32 checksum (the algorithm byte sits just before the
+// format event's own checksum).
+func formatHasChecksum(format []byte) bool {
+	if len(format) < eventHeaderSize+checksumSize+1 {
+		return false
+	}
+	return format[len(format)-checksumSize-1] == replication.BINLOG_CHECKSUM_ALG_CRC32
+}
+
+// encodeEvent builds an event of our own with the given body.
+func encodeEvent(t replication.EventType, body []byte, logPos uint32, checksum bool) []byte {
+	size := eventHeaderSize + len(body)
+	if checksum {
+		size += checksumSize
+	}
+	ev := make([]byte, eventHeaderSize, size)
+	binary.LittleEndian.PutUint32(ev[0:], uint32(time.Now().Unix()))
+	ev[4] = byte(t)
+	binary.LittleEndian.PutUint32(ev[5:], 0)
+	binary.LittleEndian.PutUint32(ev[9:], uint32(size))
+	binary.LittleEndian.PutUint32(ev[13:], logPos+uint32(size))
+	binary.LittleEndian.PutUint16(ev[17:], 0)
+	ev = append(ev, body...)
+	if checksum {
+		ev = binary.LittleEndian.AppendUint32(ev, crc32.ChecksumIEEE(ev))
+	}
+	return ev
+}
+
+func encodeRotate(next string, logPos uint32, checksum bool) []byte {
+	body := binary.LittleEndian.AppendUint64(nil, 4)
+	body = append(body, filepath.Base(next)...)
+	return encodeEvent(replication.ROTATE_EVENT, body, logPos, checksum)
+}
+
+func encodeGTIDList(p gtid.MariaDBPosition, logPos uint32, checksum bool) []byte {
+	domains := p.Domains()
+	body := binary.LittleEndian.AppendUint32(nil, uint32(len(domains)))
+	for _, d := range domains {
+		g, _ := p.Get(d)
+		body = binary.LittleEndian.AppendUint32(body, g.Domain)
+		body = binary.LittleEndian.AppendUint32(body, g.Server)
+		body = binary.LittleEndian.AppendUint64(body, g.Seq)
+	}
+	return encodeEvent(replication.MARIADB_GTID_LIST_EVENT, body, logPos, checksum)
+}
+
+// Start is the position just before the relay log's first group; ok is false when the relay log is empty.
+func (l *RelayLog) Start() (p gtid.MariaDBPosition, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.segments) == 0 {
+		return gtid.MariaDBPosition{}, false
+	}
+	return l.segments[0].start.Clone(), true
+}
+
+// End is the position after the last whole group received.
+func (l *RelayLog) End() gtid.MariaDBPosition {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.end.Clone()
+}
+
+// Continues reports whether the relay log holds the history right after
+// applied: applied lies within (Start, End], so reading the relay log from its
+// start and skipping what applied contains yields every later group once.
+func (l *RelayLog) Continues(applied gtid.MariaDBPosition) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.segments) == 0 {
+		return false
+	}
+	return applied.Covers(l.segments[0].start) && l.end.Covers(applied)
+}
+
+// Reset removes every segment; the next segment will start at start.
+func (l *RelayLog) Reset(start gtid.MariaDBPosition) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.active != nil {
+		l.active.Close()
+		l.active = nil
+	}
+	removeSegments(l.segments)
+	l.segments = nil
+	l.end = start.Clone()
+	l.notifyLocked()
+	return nil
+}
+
+func (l *RelayLog) notifyLocked() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// BeginSession starts a new segment under the source's format description
+// event; the receiver calls it once per connection, before appending.
+func (l *RelayLog) BeginSession(format []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rotateLocked(format)
+}
+
+func (l *RelayLog) rotateLocked(format []byte) error {
+	next := 1
+	if n := len(l.segments); n > 0 {
+		next = l.segments[n-1].number + 1
+	}
+	path := segmentPath(l.opts.Dir, next)
+	if l.active != nil {
+		rot := encodeRotate(path, uint32(l.activeSize), l.checksum)
+		if _, err := l.active.Write(rot); err != nil {
+			return fmt.Errorf("relay log: seal segment: %w", err)
+		}
+		if err := l.active.Sync(); err != nil {
+			return fmt.Errorf("relay log: sync segment: %w", err)
+		}
+		l.active.Close()
+		l.active = nil
+		l.activeSize += int64(len(rot))
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("relay log: new segment: %w", err)
+	}
+	l.format = append([]byte(nil), format...)
+	l.checksum = formatHasChecksum(format)
+	head := append(append([]byte(nil), binlogMagic...), format...)
+	head = append(head, encodeGTIDList(l.end, uint32(len(head)), l.checksum)...)
+	if _, err := f.Write(head); err != nil {
+		f.Close()
+		return fmt.Errorf("relay log: new segment: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("relay log: new segment: %w", err)
+	}
+	syncDir(l.opts.Dir)
+	l.active = f
+	l.activeSize = int64(len(head))
+	l.segments = append(l.segments, segment{number: next, path: path, start: l.end.Clone()})
+	l.lastSync = time.Now()
+	l.notifyLocked()
+	return nil
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// Append writes one whole group (raw events, GTID event first) and advances
+// the end position to its GTID.
+func (l *RelayLog) Append(events [][]byte, id gtid.MariaDBGTID) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.active == nil {
+		return errors.New("relay log: append before BeginSession")
+	}
+	l.buf = l.buf[:0]
+	for _, ev := range events {
+		l.buf = append(l.buf, ev...)
+	}
+	if _, err := l.active.Write(l.buf); err != nil {
+		return fmt.Errorf("relay log: write %s: %w", l.segments[len(l.segments)-1].path, err)
+	}
+	l.activeSize += int64(len(l.buf))
+	l.end.Advance(id)
+	if l.activeSize >= l.opts.SegmentSize {
+		if err := l.rotateLocked(l.format); err != nil {
+			return err
+		}
+	} else if time.Since(l.lastSync) >= l.opts.SyncEvery {
+		if err := l.active.Sync(); err != nil {
+			return fmt.Errorf("relay log: sync: %w", err)
+		}
+		l.lastSync = time.Now()
+	}
+	l.notifyLocked()
+	return nil
+}
+
+// Close syncs and closes the active segment.
+func (l *RelayLog) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.active == nil {
+		return nil
+	}
+	err := l.active.Sync()
+	l.active.Close()
+	l.active = nil
+	l.notifyLocked()
+	return err
+}
+
+// Purge removes the segments whose every group is contained in applied. The
+// last segment is never removed.
+func (l *RelayLog) Purge(applied gtid.MariaDBPosition) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for n+1 < len(l.segments) && applied.Covers(l.segments[n+1].start) {
+		os.Remove(l.segments[n].path)
+		n++
+	}
+	l.segments = l.segments[n:]
+	return n
+}
+
+// Segments lists the segment files, oldest first.
+func (l *RelayLog) Segments() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	paths := make([]string, len(l.segments))
+	for i, s := range l.segments {
+		paths[i] = s.path
+	}
+	return paths
+}
+
+// readable returns how far the segment numbered n may be read, and whether it
+// is still being written (so a reader at its end must wait rather than stop).
+func (l *RelayLog) readable(n int) (size int64, growing bool, changed <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last := len(l.segments) - 1
+	if last >= 0 && l.segments[last].number == n && l.active != nil {
+		return l.activeSize, true, l.changed
+	}
+	return -1, false, l.changed
+}
+
+// RelayReader reads the relay log from its first segment on, following the
+// writer: at the end of the active segment it waits for more.
+type RelayReader struct {
+	log    *RelayLog
+	parser *replication.BinlogParser
+	seg    int // number of the segment being read; 0 before the first
+	file   *os.File
+	off    int64
+	header [eventHeaderSize]byte
+}
+
+// NewReader returns a reader positioned before the first segment.
+func (l *RelayLog) NewReader() *RelayReader {
+	return &RelayReader{log: l, parser: newRelayParser(true)}
+}
+
+// Close releases the reader's file.
+func (r *RelayReader) Close() {
+	if r.file != nil {
+		r.file.Close()
+		r.file = nil
+	}
+}
+
+// Next returns the next event, blocking until the writer provides one or ctx ends.
+func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error) {
+	for {
+		if r.file == nil {
+			if err := r.openNext(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		limit, growing, changed := r.log.readable(r.seg)
+		if growing && r.off+eventHeaderSize > limit {
+			select {
+			case <-changed:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if _, err := r.file.ReadAt(r.header[:], r.off); err != nil {
+			if errors.Is(err, io.EOF) && !growing {
+				return nil, fmt.Errorf("%w: segment %s ends without a rotate event at byte %d", ErrCorruptRelay, r.file.Name(), r.off)
+			}
+			return nil, fmt.Errorf("%w: %s at byte %d: %v", ErrCorruptRelay, r.file.Name(), r.off, err)
+		}
+		size := int64(binary.LittleEndian.Uint32(r.header[9:]))
+		if size < eventHeaderSize || (growing && r.off+size > limit) {
+			return nil, fmt.Errorf("%w: %s: bad event size %d at byte %d", ErrCorruptRelay, r.file.Name(), size, r.off)
+		}
+		data := make([]byte, size)
+		if _, err := r.file.ReadAt(data, r.off); err != nil {
+			return nil, fmt.Errorf("%w: %s: torn event at byte %d: %v", ErrCorruptRelay, r.file.Name(), r.off, err)
+		}
+		ev, err := r.parser.Parse(data)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: event at byte %d: %v", ErrCorruptRelay, r.file.Name(), r.off, err)
+		}
+		r.off += size
+		if ev.Header.EventType == replication.ROTATE_EVENT {
+			r.file.Close()
+			r.file = nil
+			continue
+		}
+		return ev, nil
+	}
+}
+
+func (r *RelayReader) openNext(ctx context.Context) error {
+	for {
+		r.log.mu.Lock()
+		var next *segment
+		for i := range r.log.segments {
+			if r.log.segments[i].number > r.seg {
+				s := r.log.segments[i]
+				next = &s
+				break
+			}
+		}
+		changed := r.log.changed
+		r.log.mu.Unlock()
+		if next == nil {
+			select {
+			case <-changed:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		f, err := os.Open(next.path)
+		if err != nil {
+			return fmt.Errorf("relay log: %w", err)
+		}
+		r.file = f
+		r.seg = next.number
+		r.off = int64(len(binlogMagic))
+		return nil
+	}
+}

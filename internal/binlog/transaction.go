@@ -1,0 +1,142 @@
+// Package binlog owns everything between the source's binlog and the applier:
+// the receiver (binlog dump as a replica), the relay log (segment files in
+// binlog file format), and the decoder that turns relay events into
+// Transactions.
+//
+// Transaction is the one contract between this package and the applier: a
+// complete source event group, with everything the applier and the scheduling
+// policies need, and nothing that depends on how it will be applied.
+package binlog
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"gapless/internal/gtid"
+)
+
+// Flavor is the kind of server that wrote the binlog.
+type Flavor uint8
+
+const (
+	FlavorMariaDB Flavor = iota
+	FlavorMySQL
+)
+
+func (f Flavor) String() string {
+	if f == FlavorMySQL {
+		return "mysql"
+	}
+	return "mariadb"
+}
+
+// TxnFlags are the properties the source recorded for an event group.
+type TxnFlags uint8
+
+const (
+	FlagDDL           TxnFlags = 1 << iota // the group holds a DDL statement
+	FlagStandalone                         // a single statement with no BEGIN/COMMIT around it
+	FlagTransactional                      // can be rolled back (no non-transactional table written)
+	FlagAllowParallel                      // the source did not set skip_parallel_replication
+	FlagWaited                             // the source saw a row lock wait while running it
+)
+
+// TableRef names one table a transaction touched.
+type TableRef struct {
+	Schema string
+	Table  string
+}
+
+func (t TableRef) String() string { return t.Schema + "." + t.Table }
+
+// Event is one binlog event of a transaction: the exact bytes the source sent
+// (header, body and checksum) and their decoded form.
+type Event struct {
+	Header *replication.EventHeader
+	Raw    []byte
+	Data   replication.Event
+}
+
+// Transaction is one source event group, from its GTID event to its commit.
+type Transaction struct {
+	Flavor Flavor
+	// MariaDB is the GTID of a MariaDB source; Domain doubles as the stream of
+	// in-order transactions for the domain policy.
+	MariaDB gtid.MariaDBGTID
+	// MySQL is the GTID of a MySQL source.
+	MySQL gtid.MySQLGTID
+	// CommitID is MariaDB's group commit id (0 when the group committed alone).
+	CommitID uint64
+	// LastCommitted and SequenceNumber are MySQL's logical clock.
+	LastCommitted, SequenceNumber int64
+	Flags                         TxnFlags
+
+	// Schemas and Tables touched, in first-seen order, without repeats.
+	Schemas []string
+	Tables  []TableRef
+
+	// Begin is the GTID event. Events are the rest of the group in source
+	// order, including BEGIN and the terminating XID or COMMIT when present.
+	Begin  Event
+	Events []Event
+	// Format is the format description event the group was written under;
+	// the applier needs it to replay row events.
+	Format Event
+
+	Size       int       // bytes of all events, GTID event included
+	SourceTime time.Time // when the source wrote the group
+}
+
+// GTID prints the transaction's GTID as the source prints it.
+func (t *Transaction) GTID() string {
+	if t.Flavor == FlavorMySQL {
+		return t.MySQL.String()
+	}
+	return t.MariaDB.String()
+}
+
+func (t *Transaction) String() string {
+	return fmt.Sprintf("transaction %s (%d events, %d bytes)", t.GTID(), len(t.Events)+1, t.Size)
+}
+
+// Has reports whether all of f is set.
+func (t *Transaction) Has(f TxnFlags) bool { return t.Flags&f == f }
+
+// RowEvents returns the decoded row events in source order.
+func (t *Transaction) RowEvents() []*replication.RowsEvent {
+	var rows []*replication.RowsEvent
+	for _, ev := range t.Events {
+		if r, ok := ev.Data.(*replication.RowsEvent); ok {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+func (t *Transaction) touch(schema, table string) {
+	if schema == "" {
+		return
+	}
+	seen := false
+	for _, s := range t.Schemas {
+		if s == schema {
+			seen = true
+			break
+		}
+	}
+	if !seen {
+		t.Schemas = append(t.Schemas, schema)
+	}
+	if table == "" {
+		return
+	}
+	ref := TableRef{schema, table}
+	for _, have := range t.Tables {
+		if have == ref {
+			return
+		}
+	}
+	t.Tables = append(t.Tables, ref)
+}

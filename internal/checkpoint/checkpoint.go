@@ -1,0 +1,203 @@
+// Package checkpoint owns the position table on the target: the only place
+// that writes or reads gapless's position SQL.
+//
+// The applied position of a stream is kept in gapless.checkpoint, one row per
+// (stream, GTID domain, worker slot). A worker writes its own slot's row in
+// the same target transaction as the data it applies, so:
+//   - the position and the data commit or roll back together (exactly once);
+//   - parallel workers never write the same row (no contention);
+//   - the table holds streams x domains x workers rows however many
+//     transactions are applied (it never grows with the history).
+//
+// Under strict commit order the position of a domain is the row with the
+// highest sequence number among its slots.
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"gapless/internal/gtid"
+)
+
+// Schema is gapless's own database on the target.
+const Schema = "gapless"
+
+const createSchema = "CREATE DATABASE IF NOT EXISTS " + Schema
+
+const createTable = `CREATE TABLE IF NOT EXISTS ` + Schema + `.checkpoint (
+  stream      VARCHAR(64)      NOT NULL COMMENT 'replication stream, see --stream',
+  domain_id   INT UNSIGNED     NOT NULL COMMENT 'GTID domain',
+  slot        SMALLINT UNSIGNED NOT NULL COMMENT 'worker slot that wrote the row',
+  server_id   INT UNSIGNED     NOT NULL,
+  seq_no      BIGINT UNSIGNED  NOT NULL,
+  source_time BIGINT           NOT NULL COMMENT 'unix seconds the source wrote the transaction',
+  applied_at  DATETIME(6)      NOT NULL COMMENT 'UTC time the target committed it',
+  PRIMARY KEY (stream, domain_id, slot)
+) ENGINE=InnoDB COMMENT='gapless: applied position, written with the data'`
+
+// Store reads and writes one stream's position.
+type Store struct {
+	db     *sql.DB
+	stream string
+}
+
+// OwnDomain is the GTID domain in which gapless creates its schema on a target
+// that writes a binlog. The position rows travel inside the applied
+// transactions to the target's own replicas, so they need the table too; a
+// domain of its own keeps that DDL out of the source's domains, whose sequence
+// numbers the target must keep as the source wrote them.
+const OwnDomain = 2147483647
+
+// Open creates gapless's schema on the target if it is missing: in OwnDomain
+// when binlogged is true, outside the target's binlog otherwise.
+func Open(ctx context.Context, db *sql.DB, stream string, binlogged bool) (*Store, error) {
+	if stream == "" || len(stream) > 64 {
+		return nil, fmt.Errorf("stream name %q must be 1 to 64 characters", stream)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("target: %w", err)
+	}
+	defer conn.Close()
+	setup := "SET @@session.sql_log_bin=0"
+	if binlogged {
+		setup = fmt.Sprintf("SET @@session.sql_log_bin=1, @@session.gtid_domain_id=%d", OwnDomain)
+	}
+	var exists int
+	err = conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'checkpoint'", Schema).Scan(&exists)
+	if err != nil {
+		return nil, fmt.Errorf("target: %w", err)
+	}
+	if exists > 0 {
+		return &Store{db: db, stream: stream}, nil
+	}
+	for _, stmt := range []string{setup, createSchema, createTable} {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return nil, fmt.Errorf("target: create %s.checkpoint: %w", Schema, err)
+		}
+	}
+	return &Store{db: db, stream: stream}, nil
+}
+
+// Stream is the stream's name.
+func (s *Store) Stream() string { return s.stream }
+
+// Position reads the applied position of the stream; empty when nothing was ever applied.
+func (s *Store) Position(ctx context.Context) (gtid.MariaDBPosition, error) {
+	rows, err := s.db.QueryContext(ctx,
+		"SELECT domain_id, server_id, seq_no FROM "+Schema+".checkpoint WHERE stream = ? ORDER BY domain_id, seq_no", s.stream)
+	if err != nil {
+		return gtid.MariaDBPosition{}, fmt.Errorf("target: read the applied position: %w", err)
+	}
+	defer rows.Close()
+	var pos gtid.MariaDBPosition
+	for rows.Next() {
+		var g gtid.MariaDBGTID
+		if err := rows.Scan(&g.Domain, &g.Server, &g.Seq); err != nil {
+			return gtid.MariaDBPosition{}, fmt.Errorf("target: read the applied position: %w", err)
+		}
+		if have, ok := pos.Get(g.Domain); !ok || g.Seq >= have.Seq {
+			pos.Advance(g)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return gtid.MariaDBPosition{}, fmt.Errorf("target: read the applied position: %w", err)
+	}
+	return pos, nil
+}
+
+// Statement is the SQL a worker runs inside the transaction that applies g.
+func (s *Store) Statement(slot int, g gtid.MariaDBGTID, sourceTime time.Time) string {
+	return fmt.Sprintf("INSERT INTO %s.checkpoint (stream, domain_id, slot, server_id, seq_no, source_time, applied_at) "+
+		"VALUES (%s, %d, %d, %d, %d, %d, '%s') ON DUPLICATE KEY UPDATE "+
+		"server_id = VALUES(server_id), seq_no = VALUES(seq_no), source_time = VALUES(source_time), applied_at = VALUES(applied_at)",
+		Schema, quote(s.stream), g.Domain, slot, g.Server, g.Seq, sourceTime.Unix(), time.Now().UTC().Format("2006-01-02 15:04:05.000000"))
+}
+
+// Seed records start as the stream's position (slot 0) unless a position exists already.
+func (s *Store) Seed(ctx context.Context, start gtid.MariaDBPosition) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET @@session.sql_log_bin=0"); err != nil {
+		return err
+	}
+	for _, d := range start.Domains() {
+		g, _ := start.Get(d)
+		stmt := strings.Replace(s.Statement(0, g, time.Unix(0, 0)), "INSERT INTO", "INSERT IGNORE INTO", 1)
+		stmt = stmt[:strings.Index(stmt, " ON DUPLICATE KEY")]
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("target: record the start position: %w", err)
+		}
+	}
+	return nil
+}
+
+// Row is one position row, for status reports.
+type Row struct {
+	Domain     uint32
+	Slot       int
+	GTID       gtid.MariaDBGTID
+	SourceTime time.Time
+	AppliedAt  time.Time
+}
+
+// Rows lists the stream's position rows.
+func (s *Store) Rows(ctx context.Context) ([]Row, error) {
+	rows, err := s.db.QueryContext(ctx,
+		"SELECT domain_id, slot, server_id, seq_no, source_time, applied_at FROM "+Schema+".checkpoint WHERE stream = ? ORDER BY domain_id, slot", s.stream)
+	if err != nil {
+		return nil, fmt.Errorf("target: read %s.checkpoint: %w", Schema, err)
+	}
+	defer rows.Close()
+	var out []Row
+	for rows.Next() {
+		var r Row
+		var src int64
+		var applied string
+		if err := rows.Scan(&r.Domain, &r.Slot, &r.GTID.Server, &r.GTID.Seq, &src, &applied); err != nil {
+			return nil, err
+		}
+		r.GTID.Domain = r.Domain
+		r.SourceTime = time.Unix(src, 0)
+		r.AppliedAt, _ = time.Parse("2006-01-02 15:04:05.999999", applied)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Streams lists the streams that have a position on this target.
+func Streams(ctx context.Context, db *sql.DB) ([]string, error) {
+	rows, err := db.QueryContext(ctx, "SELECT DISTINCT stream FROM "+Schema+".checkpoint ORDER BY stream")
+	if err != nil {
+		if code := mysqlCode(err); code == 1146 || code == 1049 {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("target: read %s.checkpoint: %w", Schema, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// quote makes a string literal.
+func quote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+
+// ForStream reads a stream's position without creating anything.
+func ForStream(db *sql.DB, stream string) *Store { return &Store{db: db, stream: stream} }

@@ -1,0 +1,206 @@
+// Package dburl turns the server URLs gapless accepts on its command line
+// (mysql://user:password@host:port?param=value) into go-sql-driver
+// connections, and turns connection failures into messages a DBA can act on.
+//
+// Invariant: no error or redacted form produced here contains the password.
+package dburl
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// DefaultPort is used when the URL names no port.
+const DefaultPort = 3306
+
+// PingTimeout bounds how long Open waits for the server to answer.
+const PingTimeout = 5 * time.Second
+
+const urlShape = "mysql://user:password@host:port"
+
+// Config is a parsed server URL.
+type Config struct {
+	User     string
+	Password string
+	Host     string
+	Port     int
+	// Params are the URL's query parameters, passed on to the driver as DSN
+	// parameters (for example tls=true or a session variable).
+	Params map[string]string
+}
+
+// Parse reads a server URL of the form mysql://user:password@host:port. The
+// password may be empty or absent; special characters in it must be
+// percent-encoded. The scheme mariadb:// is accepted as a synonym.
+func Parse(raw string) (Config, error) {
+	if raw == "" {
+		return Config{}, fmt.Errorf("empty server URL: want %s", urlShape)
+	}
+	if !strings.Contains(raw, "://") {
+		return Config{}, fmt.Errorf("server URL has no scheme: want %s", urlShape)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return Config{}, fmt.Errorf("malformed server URL: want %s, with special characters in the password percent-encoded (/ as %%2F, @ as %%40, # as %%23)", urlShape)
+	}
+	switch u.Scheme {
+	case "mysql", "mariadb":
+	default:
+		return Config{}, fmt.Errorf("unknown URL scheme %q: want %s", u.Scheme, urlShape)
+	}
+	if u.Fragment != "" || strings.HasSuffix(raw, "#") {
+		return Config{}, fmt.Errorf("server URL contains '#': percent-encode it as %%23 if it is part of the password")
+	}
+	if u.Path != "" && u.Path != "/" {
+		return Config{}, fmt.Errorf("server URL has a path after host:port: want %s (percent-encode a / in the password as %%2F)", urlShape)
+	}
+	cfg := Config{Host: u.Hostname(), Port: DefaultPort}
+	if cfg.Host == "" {
+		return Config{}, fmt.Errorf("server URL has no host: want %s", urlShape)
+	}
+	if p := u.Port(); p != "" {
+		port, err := strconv.Atoi(p)
+		if err != nil || port < 1 || port > 65535 {
+			return Config{}, fmt.Errorf("bad port %q in server URL: want a number from 1 to 65535", p)
+		}
+		cfg.Port = port
+	} else if strings.HasSuffix(u.Host, ":") {
+		return Config{}, fmt.Errorf("empty port in server URL: want %s", urlShape)
+	}
+	if u.User == nil || u.User.Username() == "" {
+		return Config{}, fmt.Errorf("server URL has no user name: want %s", urlShape)
+	}
+	cfg.User = u.User.Username()
+	cfg.Password, _ = u.User.Password()
+	query, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return Config{}, fmt.Errorf("bad parameters in server URL: %v", err)
+	}
+	if len(query) > 0 {
+		cfg.Params = make(map[string]string, len(query))
+		for key, values := range query {
+			cfg.Params[key] = values[len(values)-1]
+		}
+	}
+	return cfg, nil
+}
+
+// Addr is host:port, bracketing IPv6 hosts.
+func (c Config) Addr() string {
+	return net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
+}
+
+// DSN is a go-sql-driver data source name for database db (may be empty) over
+// TCP. params are added to the URL's own parameters and win over them.
+func (c Config) DSN(db string, params map[string]string) string {
+	dc := mysql.NewConfig()
+	dc.User = c.User
+	dc.Passwd = c.Password
+	dc.Net = "tcp"
+	dc.Addr = c.Addr()
+	dc.DBName = db
+	if len(c.Params)+len(params) > 0 {
+		dc.Params = make(map[string]string, len(c.Params)+len(params))
+		for k, v := range c.Params {
+			dc.Params[k] = v
+		}
+		for k, v := range params {
+			dc.Params[k] = v
+		}
+	}
+	return dc.FormatDSN()
+}
+
+// Redacted is the URL with the password replaced by ***, fit for logs.
+func (c Config) Redacted() string {
+	var b strings.Builder
+	b.WriteString("mysql://")
+	b.WriteString(url.User(c.User).String())
+	if c.Password != "" {
+		b.WriteString(":***")
+	}
+	b.WriteString("@")
+	b.WriteString(c.Addr())
+	if len(c.Params) > 0 {
+		q := url.Values{}
+		for k, v := range c.Params {
+			q.Set(k, v)
+		}
+		b.WriteString("?")
+		b.WriteString(q.Encode())
+	}
+	return b.String()
+}
+
+// Open parses url, opens a connection pool with the extra driver params and
+// checks within PingTimeout that the server accepts the credentials.
+func Open(url string, params map[string]string) (*sql.DB, Config, error) {
+	cfg, err := Parse(url)
+	if err != nil {
+		return nil, Config{}, err
+	}
+	db, err := sql.Open("mysql", cfg.DSN("", params))
+	if err != nil {
+		return nil, Config{}, fmt.Errorf("bad driver parameters for %s: %v", cfg.Addr(), err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), PingTimeout)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, Config{}, Explain(err, cfg)
+	}
+	return db, cfg, nil
+}
+
+// Explain rewrites a driver error from connecting to cfg's server as a
+// sentence naming the server and the likely cause.
+func Explain(err error, cfg Config) error {
+	addr := cfg.Addr()
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) {
+		switch myErr.Number {
+		case 1045:
+			return fmt.Errorf("access denied for user '%s' on %s (wrong password?)", cfg.User, addr)
+		case 1044:
+			return fmt.Errorf("access denied for user '%s' on %s: %s", cfg.User, addr, myErr.Message)
+		case 1130:
+			return fmt.Errorf("%s does not let user '%s' connect from this host (MySQL error 1130); check the user's host part", addr, cfg.User)
+		case 1040:
+			return fmt.Errorf("%s refused the connection: too many connections", addr)
+		default:
+			return fmt.Errorf("%s refused the connection: %s (MySQL error %d)", addr, myErr.Message, myErr.Number)
+		}
+	}
+	var dnsErr *net.DNSError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("cannot reach %s: connection refused (is the server running and listening on that port?)", addr)
+	case errors.As(err, &dnsErr):
+		return fmt.Errorf("cannot reach %s: unknown host %q", addr, cfg.Host)
+	case errors.Is(err, syscall.EHOSTUNREACH):
+		return fmt.Errorf("cannot reach %s: no route to host", addr)
+	case errors.Is(err, syscall.ENETUNREACH):
+		return fmt.Errorf("cannot reach %s: network unreachable", addr)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded), isTimeout(err):
+		return fmt.Errorf("cannot reach %s: no answer within %s", addr, PingTimeout)
+	case errors.Is(err, mysql.ErrInvalidConn):
+		return fmt.Errorf("cannot connect to %s: the server closed the connection during login (is it a MariaDB/MySQL server, does it require TLS?)", addr)
+	}
+	return fmt.Errorf("cannot connect to %s: %v", addr, err)
+}
+
+func isTimeout(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr) && netErr.Timeout()
+}

@@ -1,0 +1,143 @@
+package dburl
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+func TestParse(t *testing.T) {
+	cases := []struct {
+		url  string
+		want Config
+	}{
+		{"mysql://root:secret@127.0.0.1:3307", Config{User: "root", Password: "secret", Host: "127.0.0.1", Port: 3307}},
+		{"mysql://root@db.example.com", Config{User: "root", Host: "db.example.com", Port: 3306}},
+		{"mysql://root:@localhost:3306/", Config{User: "root", Host: "localhost", Port: 3306}},
+		{"mariadb://app:p%40ss%2Fw%3Ard%23@[::1]:3310", Config{User: "app", Password: "p@ss/w:rd#", Host: "::1", Port: 3310}},
+		{"mysql://repl:x@h:1?tls=skip-verify&time_zone=%27%2B00%3A00%27", Config{User: "repl", Password: "x", Host: "h", Port: 1,
+			Params: map[string]string{"tls": "skip-verify", "time_zone": "'+00:00'"}}},
+	}
+	for _, c := range cases {
+		got, err := Parse(c.url)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", c.url, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Parse(%q) = %+v, want %+v", c.url, got, c.want)
+		}
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	cases := []struct{ url, wantInError string }{
+		{"", "empty"},
+		{"127.0.0.1:3306", "no scheme"},
+		{"postgres://u:p@h:5432", `unknown URL scheme "postgres"`},
+		{"mysql://u:p@:3306", "no host"},
+		{"mysql:///", "no host"},
+		{"mysql://u:p@h:0", `bad port "0"`},
+		{"mysql://u:p@h:70000", `bad port "70000"`},
+		{"mysql://u:p@h:", "empty port"},
+		{"mysql://u:p@h:abc", "malformed"},
+		{"mysql://h:3306", "no user"},
+		{"mysql://u:p@h/shop", "path after host:port"},
+		{"mysql://u:12/34@h", "path after host:port"},
+		{"mysql://u:se#cret@h", "malformed"},
+		{"mysql://u:secret@h#", "'#'"},
+	}
+	for _, c := range cases {
+		_, err := Parse(c.url)
+		if err == nil {
+			t.Errorf("Parse(%q) succeeded, want error containing %q", c.url, c.wantInError)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.wantInError) {
+			t.Errorf("Parse(%q) error %q, want it to contain %q", c.url, err, c.wantInError)
+		}
+		for _, secret := range []string{"secret", "34", "se#"} {
+			if strings.Contains(c.url, secret) && strings.Contains(err.Error(), secret) {
+				t.Errorf("Parse(%q) error %q reveals the password", c.url, err)
+			}
+		}
+	}
+}
+
+func TestDSN(t *testing.T) {
+	cfg, err := Parse("mysql://app:p%40ss%2Fw@127.0.0.1:3307?tls=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := cfg.DSN("shop", map[string]string{"multiStatements": "true"})
+	back, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatalf("ParseDSN(%q): %v", dsn, err)
+	}
+	if back.User != "app" || back.Passwd != "p@ss/w" || back.Net != "tcp" || back.Addr != "127.0.0.1:3307" || back.DBName != "shop" || !back.MultiStatements {
+		t.Errorf("DSN %q parses back as %+v", dsn, back)
+	}
+	if cfg.Params["multiStatements"] != "" {
+		t.Error("DSN modified the Config's own params")
+	}
+	if got := (Config{User: "u", Host: "::1", Port: 3306}).DSN("", nil); got != "u@tcp([::1]:3306)/" {
+		t.Errorf("IPv6 DSN = %q", got)
+	}
+}
+
+func TestRedacted(t *testing.T) {
+	cases := map[string]string{
+		"mysql://root:secret@127.0.0.1:3307":        "mysql://root:***@127.0.0.1:3307",
+		"mysql://root@127.0.0.1":                    "mysql://root@127.0.0.1:3306",
+		"mysql://a:b@[::1]:4000?tls=true&x=1":       "mysql://a:***@[::1]:4000?tls=true&x=1",
+		"mariadb://r%40dmin:p%2Fw@db.internal:3306": "mysql://r%40dmin:***@db.internal:3306",
+	}
+	for in, want := range cases {
+		cfg, err := Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Redacted(); got != want {
+			t.Errorf("Redacted(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestExplain(t *testing.T) {
+	cfg := Config{User: "x", Host: "127.0.0.1", Port: 3307}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: fmt.Errorf("connect: %w", syscall.ECONNREFUSED)}
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{refused, "cannot reach 127.0.0.1:3307: connection refused"},
+		{&mysql.MySQLError{Number: 1045, Message: "Access denied for user 'x'@'localhost' (using password: YES)"},
+			"access denied for user 'x' on 127.0.0.1:3307 (wrong password?)"},
+		{&net.DNSError{Err: "no such host", Name: "nohost", IsNotFound: true}, "cannot reach 127.0.0.1:3307: unknown host"},
+		{errors.New("boom"), "cannot connect to 127.0.0.1:3307: boom"},
+	}
+	for _, c := range cases {
+		if got := Explain(c.err, cfg).Error(); !strings.HasPrefix(got, c.want) {
+			t.Errorf("Explain(%v) = %q, want prefix %q", c.err, got, c.want)
+		}
+	}
+}
+
+func TestOpenRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, _, err = Open("mysql://x:y@"+addr, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "cannot reach "+addr+": connection refused") {
+		t.Fatalf("Open on a closed port: %v", err)
+	}
+}

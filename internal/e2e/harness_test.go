@@ -1,0 +1,179 @@
+// Package e2e runs the gapless binary against real MariaDB servers started by
+// the sandbox: replication of real workloads, crashes of gapless and of the
+// servers, and every bad input the command line must refuse. The oracle is
+// always the primary: after a run, every table on the target must equal it.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"gapless/internal/dburl"
+	"gapless/internal/sandbox"
+	"gapless/internal/verify"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gapless-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "gapless")
+	build := exec.Command("go", "build", "-o", binary, "gapless/cmd/gapless")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building gapless:", err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// run is one finished gapless invocation.
+type run struct {
+	stdout, stderr string
+	code           int // -1 when killed by a signal
+	signaled       bool
+}
+
+func gapless(t *testing.T, env []string, args ...string) run {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	r := run{stdout: out.String(), stderr: errOut.String()}
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.code = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				r.signaled = true
+			}
+		} else {
+			t.Fatalf("running gapless: %v", err)
+		}
+	}
+	return r
+}
+
+// background starts gapless and returns the command, its output buffers and a wait func.
+func background(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, func() run) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan run, 1)
+	go func() {
+		err := cmd.Wait()
+		r := run{stdout: out.String(), stderr: errOut.String()}
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.code = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				r.signaled = true
+			}
+		}
+		done <- r
+	}()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd, &errOut, func() run { return <-done }
+}
+
+func mustExec(t *testing.T, srv *sandbox.Server, stmts ...string) {
+	t.Helper()
+	if err := srv.Exec(context.Background(), stmts...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rootDB(t *testing.T, srv *sandbox.Server) *sql.DB {
+	t.Helper()
+	db, err := srv.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func binlogPos(t *testing.T, srv *sandbox.Server) string {
+	t.Helper()
+	var pos string
+	if err := rootDB(t, srv).QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
+		t.Fatal(err)
+	}
+	return pos
+}
+
+// replicateUntilCaughtUp runs gapless until the primary's current position and checks it exits 0.
+func replicateUntilCaughtUp(t *testing.T, sb *sandbox.Sandbox, relay string, extra ...string) run {
+	t.Helper()
+	args := append([]string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
+		"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0"}, extra...)
+	r := gapless(t, nil, args...)
+	if r.code != 0 {
+		t.Fatalf("gapless replicate exited %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// requireEqual compares every table of the primary with the target.
+func requireEqual(t *testing.T, sb *sandbox.Sandbox) {
+	t.Helper()
+	src, _, err := dburl.Open(sb.SourceURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	tgt, _, err := dburl.Open(sb.TargetURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	report, err := verify.Compare(ctx, src, tgt, verify.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Tables) == 0 {
+		t.Fatal("verify compared no tables")
+	}
+	if !report.Equal() {
+		var diffs []string
+		for _, tr := range report.Tables {
+			if tr.Status != "equal" {
+				diffs = append(diffs, fmt.Sprintf("%s.%s: %s %s", tr.Schema, tr.Table, tr.Status, tr.Detail))
+			}
+		}
+		t.Fatalf("target differs from the primary:\n%s", strings.Join(diffs, "\n"))
+	}
+	// Keeping the source's GTIDs, the target's binlog holds exactly the primary's history.
+	if got, want := binlogPos(t, sb.Target), binlogPos(t, sb.Primary); got != want {
+		t.Fatalf("target gtid_binlog_pos %q, primary %q", got, want)
+	}
+}
+
+type sandboxT = sandbox.Sandbox
+
+func upSandbox(t *testing.T) *sandbox.Sandbox {
+	t.Helper()
+	return sandbox.UpForTest(t, sandbox.Options{Fast: true})
+}

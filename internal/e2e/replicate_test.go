@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"fmt"
+	"math/rand"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// typesWorkload writes many column types, DDL in the middle, a table without
+// a primary key, statement-format transactions and one 100 000-row transaction.
+func typesWorkload(t *testing.T, sb *sandboxT) {
+	t.Helper()
+	p := sb.Primary
+	mustExec(t, p,
+		"CREATE DATABASE app",
+		`CREATE TABLE app.types (
+			id INT AUTO_INCREMENT PRIMARY KEY,
+			ti TINYINT, usi SMALLINT UNSIGNED, mi MEDIUMINT, bi BIGINT, ubi BIGINT UNSIGNED,
+			de DECIMAL(20,6), fl FLOAT, db DOUBLE,
+			dt DATETIME(6), ts TIMESTAMP(3) NULL, tm TIME(4), d DATE, y YEAR,
+			vc VARCHAR(100) CHARACTER SET utf8mb4, tx TEXT CHARACTER SET latin1, bl BLOB,
+			js JSON, en ENUM('a','b','c'), st SET('x','y','z'), bt BIT(10)
+		) ENGINE=InnoDB`,
+		`INSERT INTO app.types (ti, usi, mi, bi, ubi, de, fl, db, dt, ts, tm, d, y, vc, tx, bl, js, en, st, bt) VALUES
+			(-128, 65535, -8388608, -9223372036854775808, 18446744073709551615, -12345678901234.123456, 3.25, -1.5e300,
+			 '2024-02-29 23:59:59.999999', '2038-01-19 03:14:07.123', '-838:59:59.0000', '1000-01-01', 1901,
+			 'emoji 😀 and ''quote''', 'caf\xe9 latin1', x'00ff10', '{"a": [1, 2.5, "x"], "b": null}', 'b', 'x,z', b'1010101010'),
+			(127, 0, 8388607, 9223372036854775807, 0, 0.000001, -0.0, 2.2250738585072014e-308,
+			 '1970-01-01 00:00:01', NULL, '838:59:59.9999', '9999-12-31', 2155,
+			 '', '', '', '[]', 'a', '', b'0'),
+			(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`,
+		"UPDATE app.types SET vc = CONCAT(vc, ' updated'), de = de * 2, js = JSON_SET(js, '$.c', 3) WHERE id = 1",
+		"DELETE FROM app.types WHERE id = 2",
+		"ALTER TABLE app.types ADD COLUMN extra INT NOT NULL DEFAULT 7, ADD INDEX bi_idx (bi)",
+		"INSERT INTO app.types (vc, extra) VALUES ('after alter', 8)",
+		"CREATE TABLE app.nopk (a INT, b VARCHAR(10)) ENGINE=InnoDB",
+		"INSERT INTO app.nopk VALUES (1, 'one'), (1, 'one'), (2, 'two'), (NULL, NULL)",
+		"UPDATE app.nopk SET b = 'uno' WHERE a = 1 LIMIT 1",
+		"DELETE FROM app.nopk WHERE a = 2",
+		"CREATE TABLE app.gone (x INT PRIMARY KEY)",
+		"INSERT INTO app.gone VALUES (1)",
+		"RENAME TABLE app.gone TO app.renamed",
+		"CREATE TABLE app.dropped (x INT PRIMARY KEY)",
+		"DROP TABLE app.dropped",
+		// Statement-format transactions: session state, user variables, INSERT_ID.
+		"CREATE TABLE app.stmt (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(50), n BIGINT, t DATETIME) ENGINE=InnoDB",
+		"SET SESSION binlog_format = 'STATEMENT'",
+		"SET @who = 'user variable é'",
+		"SET @n = 42",
+		"INSERT INTO app.stmt (v, n, t) VALUES (@who, @n, '2020-01-01 10:00:00')",
+		"BEGIN",
+		"INSERT INTO app.stmt (v, n) VALUES ('in a transaction', LAST_INSERT_ID())",
+		"UPDATE app.stmt SET n = n + 1 WHERE id = 1",
+		"COMMIT",
+		"SET SESSION sql_mode = 'ANSI_QUOTES'",
+		`INSERT INTO app.stmt (v) VALUES ('ansi quotes mode')`,
+		"SET SESSION sql_mode = DEFAULT",
+		"SET SESSION binlog_format = 'ROW'",
+		// One large transaction.
+		"CREATE TABLE app.big (id INT PRIMARY KEY, pad VARCHAR(100), k INT, UNIQUE KEY (k)) ENGINE=InnoDB",
+		"INSERT INTO app.big SELECT seq, REPEAT(CHAR(65 + seq % 26), 60), seq FROM seq_1_to_100000",
+		"UPDATE app.big SET pad = 'changed' WHERE id % 1000 = 0",
+	)
+}
+
+
+func TestReplicateColumnTypesDDLAndLargeTransaction(t *testing.T) {
+	sb := upSandbox(t)
+	typesWorkload(t, sb)
+	r := replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"))
+	if !strings.Contains(r.stdout, "until reached") {
+		t.Errorf("expected the run to end at --until, got:\n%s", r.stdout)
+	}
+	requireEqual(t, sb)
+
+	// A second run from the position on the target applies nothing twice.
+	mustExec(t, sb.Primary, "INSERT INTO app.types (vc) VALUES ('second run')")
+	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay2"))
+	requireEqual(t, sb)
+}
+
+// smallWorkload writes n small transactions: inserts, updates and deletes on three tables.
+func smallWorkload(t *testing.T, sb *sandboxT, n int, seed int64) {
+	t.Helper()
+	rng := rand.New(rand.NewSource(seed))
+	stmts := []string{
+		"CREATE DATABASE IF NOT EXISTS w",
+		"CREATE TABLE IF NOT EXISTS w.acct (id INT PRIMARY KEY, balance BIGINT NOT NULL, note VARCHAR(64)) ENGINE=InnoDB",
+		"CREATE TABLE IF NOT EXISTS w.log (id BIGINT AUTO_INCREMENT PRIMARY KEY, acct INT, delta INT) ENGINE=InnoDB",
+	}
+	for i := 0; i < n; i++ {
+		id := rng.Intn(200)
+		switch rng.Intn(4) {
+		case 0:
+			stmts = append(stmts, fmt.Sprintf("INSERT INTO w.acct VALUES (%d, 0, 'new') ON DUPLICATE KEY UPDATE note = 'again'", id))
+		case 1:
+			d := rng.Intn(100) - 50
+			stmts = append(stmts, "BEGIN",
+				fmt.Sprintf("UPDATE w.acct SET balance = balance + %d WHERE id = %d", d, id),
+				fmt.Sprintf("INSERT INTO w.log (acct, delta) VALUES (%d, %d)", id, d),
+				"COMMIT")
+		case 2:
+			stmts = append(stmts, fmt.Sprintf("DELETE FROM w.acct WHERE id = %d", id))
+		default:
+			stmts = append(stmts, fmt.Sprintf("INSERT INTO w.log (acct, delta) VALUES (%d, 0)", id))
+		}
+	}
+	mustExec(t, sb.Primary, stmts...)
+}
+
+func TestKillDuringApplyThenRestart(t *testing.T) {
+	sb := upSandbox(t)
+	smallWorkload(t, sb, 3000, 1)
+	relay := filepath.Join(t.TempDir(), "relay")
+	args := []string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
+		"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0"}
+	for _, after := range []int{1, 150, 700, 1200} {
+		r := gapless(t, []string{fmt.Sprintf("GAPLESS_CRASH_AFTER_COMMITS=%d", after)}, args...)
+		if !r.signaled {
+			t.Fatalf("run with a crash after %d commits exited %d without being killed:\n%s%s", after, r.code, r.stdout, r.stderr)
+		}
+	}
+	replicateUntilCaughtUp(t, sb, relay)
+	requireEqual(t, sb)
+}

@@ -1,0 +1,575 @@
+// This file owns one sandbox mariadbd: its directory layout, its process and
+// its accounts. A process counts as this server only when its command line
+// names this server's my.cnf, so a stale pid file or a reused pid is never
+// signalled, and a server started by another process is managed the same way
+// as one started by this process.
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+)
+
+// Accounts created on every sandbox server.
+const (
+	ReplUser        = "repl"
+	ReplPassword    = "repl"
+	ApplierUser     = "gapless"
+	ApplierPassword = "gapless"
+)
+
+// ReplPrivileges are what the repl account holds on *.*: enough to dump the
+// binlog with GTID positioning, watch binlog and replica state, and read
+// every table for comparisons.
+const ReplPrivileges = "REPLICATION SLAVE, BINLOG MONITOR, REPLICATION MASTER ADMIN, SLAVE MONITOR, " +
+	"SELECT, SHOW VIEW, SHOW DATABASES, RELOAD"
+
+const (
+	startTimeout = 60 * time.Second
+	stopTimeout  = 60 * time.Second
+	// maxSocketPath is the usable length of sun_path on Linux.
+	maxSocketPath = 107
+)
+
+// ServerConfig describes one mariadbd started by the sandbox.
+type ServerConfig struct {
+	Name         string   // "primary", "target", anything; used in paths and messages
+	Dir          string   // base directory; datadir is Dir/Name/data, socket, pid, error log, my.cnf under Dir/Name
+	Port         int      // 0 = reuse the port of an earlier start if free, else choose a free loopback port
+	ServerID     uint32   // 0 = derive from the port, so servers running side by side differ
+	Binlog       bool     // log_bin, ROW format with FULL image and metadata, log_slave_updates, gtid_strict_mode
+	BinlogFormat string   // overrides binlog_format when Binlog is true; "" = ROW
+	Durable      bool     // true: innodb_flush_log_at_trx_commit=1, sync_binlog=1; false: 2 and 0
+	Extra        []string // extra my.cnf lines for [mariadbd], e.g. "binlog_commit_wait_count=16"
+}
+
+// Server is one sandbox mariadbd. Its methods are not safe for concurrent use.
+type Server struct {
+	Config   ServerConfig
+	Port     int
+	Socket   string
+	DataDir  string
+	PidFile  string
+	ErrorLog string
+
+	home       string
+	cnfPath    string
+	stdoutPath string
+	// pid of the mariadbd this process started, known before the pid file is written.
+	startedPid int
+	// portChosen is set when the sandbox picked the port, so it may pick
+	// another if something takes it before mariadbd binds it.
+	portChosen bool
+	// avoidPort is a port a sibling server is about to take.
+	avoidPort int
+}
+
+// StartServer initialises the datadir if it is empty, writes my.cnf, starts
+// mariadbd detached in its own session, waits until it accepts connections
+// and creates the sandbox accounts. If the server is already running it is
+// left as is and returned once it answers.
+func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
+	s, err := newServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Start(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func newServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Name == "" || strings.ContainsAny(cfg.Name, `/\`) {
+		return nil, fmt.Errorf("sandbox server name %q must be non-empty and contain no path separator", cfg.Name)
+	}
+	if cfg.Dir == "" {
+		return nil, fmt.Errorf("sandbox server %s: no base directory given", cfg.Name)
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox server %s: %w", cfg.Name, err)
+	}
+	cfg.Dir = dir
+	home := filepath.Join(dir, cfg.Name)
+	return &Server{
+		Config:     cfg,
+		Port:       cfg.Port,
+		Socket:     socketPath(home),
+		DataDir:    filepath.Join(home, "data"),
+		PidFile:    filepath.Join(home, "mariadbd.pid"),
+		ErrorLog:   filepath.Join(home, "error.log"),
+		home:       home,
+		cnfPath:    filepath.Join(home, "my.cnf"),
+		stdoutPath: filepath.Join(home, "mariadbd.out"),
+	}, nil
+}
+
+// socketPath keeps the socket beside the datadir unless that path is too
+// long for a unix socket; then it moves to the temp dir under a name derived
+// from the server's home, so every start of the server agrees on it.
+func socketPath(home string) string {
+	p := filepath.Join(home, "mariadbd.sock")
+	if len(p) <= maxSocketPath {
+		return p
+	}
+	sum := sha256.Sum256([]byte(home))
+	return filepath.Join(os.TempDir(), "gapless-"+hex.EncodeToString(sum[:6])+".sock")
+}
+
+func (s *Server) binlogBase() string { return filepath.Join(s.home, "binlog", "mariadb-bin") }
+
+// ServerID is the server_id the server runs with.
+func (s *Server) ServerID() uint32 {
+	if s.Config.ServerID != 0 {
+		return s.Config.ServerID
+	}
+	return uint32(s.Port)
+}
+
+// RootDSN is a go-sql-driver DSN for root over the unix socket.
+func (s *Server) RootDSN(db string) string {
+	return fmt.Sprintf("root@unix(%s)/%s?multiStatements=true&interpolateParams=false", s.Socket, db)
+}
+
+// URL is a mysql:// URL for user over loopback TCP.
+func (s *Server) URL(user, password string) string {
+	u := url.URL{Scheme: "mysql", User: url.UserPassword(user, password), Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))}
+	return u.String()
+}
+
+// Open returns a pool of root connections over the unix socket.
+func (s *Server) Open(db string) (*sql.DB, error) {
+	return sql.Open("mysql", s.RootDSN(db))
+}
+
+// Running reports whether this server's mariadbd process is alive.
+func (s *Server) Running() bool {
+	_, ok := s.runningPid()
+	return ok
+}
+
+// Start starts the server again after Stop or Kill, on the same datadir and
+// port. It does nothing but wait for readiness if the server is running.
+func (s *Server) Start(ctx context.Context) error {
+	bin, err := findBinaries()
+	if err != nil {
+		return err
+	}
+	if _, running := s.runningPid(); running {
+		port := s.portInMyCnf()
+		if s.Port != 0 && port != 0 && port != s.Port {
+			return fmt.Errorf("sandbox server %s is already running on port %d, not %d; stop it first", s.Config.Name, port, s.Port)
+		}
+		if port != 0 {
+			s.Port = port
+		}
+		if err := s.waitReady(ctx); err != nil {
+			return err
+		}
+		return s.ensureAccounts(ctx)
+	}
+	if err := s.choosePort(s.avoidPort); err != nil {
+		return err
+	}
+	for _, d := range []string{s.home, filepath.Dir(s.binlogBase())} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("sandbox server %s: %w", s.Config.Name, err)
+		}
+	}
+	if err := s.initDataDir(ctx, bin.installDB); err != nil {
+		return err
+	}
+	for attempt := 1; ; attempt++ {
+		err := s.launchAndWait(ctx, bin.mariadbd)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errPortTaken) || !s.portChosen || attempt == 3 {
+			return err
+		}
+		s.Port = 0
+		if err := s.choosePort(s.avoidPort); err != nil {
+			return err
+		}
+	}
+	return s.ensureAccounts(ctx)
+}
+
+var errPortTaken = errors.New("port already in use")
+
+func (s *Server) launchAndWait(ctx context.Context, mariadbd string) error {
+	if err := s.writeMyCnf(); err != nil {
+		return err
+	}
+	var logOffset int64
+	if fi, err := os.Stat(s.ErrorLog); err == nil {
+		logOffset = fi.Size()
+	}
+	if err := s.launch(mariadbd); err != nil {
+		return err
+	}
+	err := s.waitReady(ctx)
+	if err == nil {
+		return nil
+	}
+	_ = s.Kill()
+	if since, readErr := readFrom(s.ErrorLog, logOffset); readErr == nil && strings.Contains(since, "Address already in use") {
+		return fmt.Errorf("%w: %w", errPortTaken, err)
+	}
+	return err
+}
+
+func readFrom(path string, offset int64) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	return string(b), err
+}
+
+// choosePort settles s.Port for a server that is not running: the requested
+// port, else the port of the previous start if it is still free, else a free
+// loopback port. avoid is a port another server is about to take.
+func (s *Server) choosePort(avoid int) error {
+	if s.Port != 0 {
+		return nil
+	}
+	if p := s.portInMyCnf(); p != 0 && p != avoid && portFree(p) {
+		s.Port = p
+		s.portChosen = true
+		return nil
+	}
+	for range 20 {
+		p, err := freePort()
+		if err != nil {
+			return fmt.Errorf("sandbox server %s: choosing a free loopback port: %w", s.Config.Name, err)
+		}
+		if p != avoid {
+			s.Port = p
+			s.portChosen = true
+			return nil
+		}
+	}
+	return fmt.Errorf("sandbox server %s: no free loopback port found", s.Config.Name)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func portFree(p int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+func (s *Server) initDataDir(ctx context.Context, installDB string) error {
+	if _, err := os.Stat(filepath.Join(s.DataDir, "mysql")); err == nil {
+		return nil
+	}
+	if entries, err := os.ReadDir(s.DataDir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("sandbox server %s: %s is not empty but holds no initialised datadir (no mysql/ schema); remove it and start again", s.Config.Name, s.DataDir)
+	}
+	logPath := filepath.Join(s.home, "install-db.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return fmt.Errorf("sandbox server %s: %w", s.Config.Name, err)
+	}
+	defer logFile.Close()
+	args := []string{
+		"--no-defaults",
+		"--auth-root-authentication-method=normal",
+		"--skip-test-db",
+		"--skip-name-resolve",
+		"--datadir=" + s.DataDir,
+		"--innodb-log-file-size=256M",
+	}
+	if os.Geteuid() == 0 {
+		args = append(args, "--user=root")
+	}
+	cmd := exec.CommandContext(ctx, installDB, args...)
+	cmd.Dir = s.home
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Run(); err != nil {
+		_ = os.RemoveAll(s.DataDir)
+		return fmt.Errorf("sandbox server %s: mariadb-install-db failed for %s: %w\n%s", s.Config.Name, s.DataDir, err, tailFile(logPath, 20))
+	}
+	return nil
+}
+
+func (s *Server) launch(mariadbd string) error {
+	args := []string{"--defaults-file=" + s.cnfPath}
+	if os.Geteuid() == 0 {
+		args = append(args, "--user=root")
+	}
+	out, err := os.Create(s.stdoutPath)
+	if err != nil {
+		return fmt.Errorf("sandbox server %s: %w", s.Config.Name, err)
+	}
+	defer out.Close()
+	cmd := exec.Command(mariadbd, args...)
+	cmd.Dir = s.home
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("sandbox server %s: starting %s: %w", s.Config.Name, mariadbd, err)
+	}
+	s.startedPid = cmd.Process.Pid
+	// Reap the child whenever it exits so it never lingers as a zombie.
+	go func() { _ = cmd.Wait() }()
+	return nil
+}
+
+func (s *Server) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	db, err := s.Open("")
+	if err != nil {
+		return fmt.Errorf("sandbox server %s: %w", s.Config.Name, err)
+	}
+	defer db.Close()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var lastErr error
+	for {
+		pingCtx, cancelPing := context.WithTimeout(ctx, 2*time.Second)
+		lastErr = db.PingContext(pingCtx)
+		cancelPing()
+		if lastErr == nil {
+			return nil
+		}
+		if !s.Running() {
+			return fmt.Errorf("sandbox server %s exited during startup; error log %s ends with:\n%s", s.Config.Name, s.ErrorLog, s.startupLogs())
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("sandbox server %s did not accept connections on %s within %s (last error: %v); error log %s ends with:\n%s",
+					s.Config.Name, s.Socket, startTimeout, lastErr, s.ErrorLog, s.startupLogs())
+			}
+			return fmt.Errorf("sandbox server %s: waiting for startup: %w", s.Config.Name, ctx.Err())
+		}
+	}
+}
+
+func (s *Server) startupLogs() string {
+	logs := tailFile(s.ErrorLog, 20)
+	if out := tailFile(s.stdoutPath, 10); out != "" {
+		logs += "\n" + out
+	}
+	return logs
+}
+
+// ensureAccounts creates or resets the sandbox accounts without writing to
+// the binlog, so a fresh server starts with an empty gtid_binlog_pos.
+func (s *Server) ensureAccounts(ctx context.Context) error {
+	db, err := s.Open("")
+	if err != nil {
+		return fmt.Errorf("sandbox server %s: %w", s.Config.Name, err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sandbox server %s: connecting as root: %w", s.Config.Name, err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET SESSION sql_log_bin=0"); err != nil {
+		return fmt.Errorf("sandbox server %s: %w", s.Config.Name, err)
+	}
+
+	var stmts []string
+	rows, err := conn.QueryContext(ctx, "SELECT host FROM mysql.user WHERE user=''")
+	if err != nil {
+		return fmt.Errorf("sandbox server %s: listing anonymous accounts: %w", s.Config.Name, err)
+	}
+	for rows.Next() {
+		var host string
+		if err := rows.Scan(&host); err != nil {
+			rows.Close()
+			return fmt.Errorf("sandbox server %s: listing anonymous accounts: %w", s.Config.Name, err)
+		}
+		stmts = append(stmts, "DROP USER ''@"+quote(host))
+	}
+	rows.Close()
+
+	account := func(user, password, privileges, grantSuffix string) {
+		acct := quote(user) + "@'%'"
+		stmts = append(stmts,
+			"CREATE USER IF NOT EXISTS "+acct+" IDENTIFIED BY "+quote(password),
+			"ALTER USER "+acct+" IDENTIFIED BY "+quote(password),
+			"GRANT "+privileges+" ON *.* TO "+acct+grantSuffix,
+		)
+	}
+	account(ReplUser, ReplPassword, ReplPrivileges, "")
+	account(ApplierUser, ApplierPassword, "ALL PRIVILEGES", " WITH GRANT OPTION")
+
+	for _, stmt := range stmts {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("sandbox server %s: setting up accounts: %s: %w", s.Config.Name, stmt, err)
+		}
+	}
+	return nil
+}
+
+func quote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// Exec runs statements in order as root on one connection.
+func (s *Server) Exec(ctx context.Context, stmts ...string) error {
+	db, err := s.Open("")
+	if err != nil {
+		return fmt.Errorf("sandbox server %s: %w", s.Config.Name, err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sandbox server %s: connecting as root: %w", s.Config.Name, err)
+	}
+	defer conn.Close()
+	for _, stmt := range stmts {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("sandbox server %s: %s: %w", s.Config.Name, abbreviate(stmt, 200), err)
+		}
+	}
+	return nil
+}
+
+func abbreviate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// Stop shuts the server down cleanly: SIGTERM, then up to 60 s for it to
+// exit. Stopping a server that is not running is not an error.
+func (s *Server) Stop() error {
+	pid, ok := s.runningPid()
+	if !ok {
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("sandbox server %s: stopping pid %d: %w", s.Config.Name, pid, err)
+	}
+	if !s.waitExit(pid, stopTimeout) {
+		return fmt.Errorf("sandbox server %s (pid %d) did not shut down within %s; see %s, or Kill it", s.Config.Name, pid, stopTimeout, s.ErrorLog)
+	}
+	return nil
+}
+
+// Kill ends the server with SIGKILL, as a crash would, and waits for it to exit.
+func (s *Server) Kill() error {
+	pid, ok := s.runningPid()
+	if !ok {
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("sandbox server %s: killing pid %d: %w", s.Config.Name, pid, err)
+	}
+	if !s.waitExit(pid, stopTimeout) {
+		return fmt.Errorf("sandbox server %s (pid %d) still running %s after SIGKILL", s.Config.Name, pid, stopTimeout)
+	}
+	_ = os.Remove(s.PidFile)
+	return nil
+}
+
+func (s *Server) waitExit(pid int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for s.isThisServer(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
+func (s *Server) runningPid() (int, bool) {
+	if b, err := os.ReadFile(s.PidFile); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && s.isThisServer(pid) {
+			return pid, true
+		}
+	}
+	if s.startedPid != 0 && s.isThisServer(s.startedPid) {
+		return s.startedPid, true
+	}
+	return 0, false
+}
+
+// isThisServer reports whether pid is a live (not zombie) process whose
+// command line names this server's my.cnf.
+func (s *Server) isThisServer(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		if _, procErr := os.Stat("/proc/self"); procErr != nil {
+			return syscall.Kill(pid, 0) == nil
+		}
+		return false
+	}
+	want := "--defaults-file=" + s.cnfPath
+	for _, arg := range strings.Split(string(cmdline), "\x00") {
+		if arg == want {
+			return true
+		}
+	}
+	return false
+}
+
+// tailFile returns up to the last n lines of a file, or "" if it cannot be read.
+func tailFile(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const window = 16 << 10
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(fi.Size()-window, 0)
+	buf := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(buf), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

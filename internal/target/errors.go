@@ -1,0 +1,111 @@
+// errors.go says what went wrong when a transaction fails on the target, in
+// the words a DBA needs: which GTID, which table, which kind of statement,
+// the target's error code and text, and whether trying again can help.
+package target
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/go-sql-driver/mysql"
+
+	"gapless/internal/binlog"
+)
+
+// ApplyError is a transaction the target did not accept.
+type ApplyError struct {
+	GTID    string
+	Tables  []string
+	Kind    string // "row events", "statement", "DDL"
+	Code    uint16 // the target's error number, 0 when the connection failed
+	Message string
+	Err     error
+}
+
+func (e *ApplyError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apply %s", e.GTID)
+	if len(e.Tables) > 0 {
+		fmt.Fprintf(&b, " on %s", strings.Join(e.Tables, ", "))
+	}
+	fmt.Fprintf(&b, " (%s): ", e.Kind)
+	if e.Code != 0 {
+		fmt.Fprintf(&b, "target error %d: %s", e.Code, e.Message)
+	} else {
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *ApplyError) Unwrap() error { return e.Err }
+
+// Transient reports whether applying the transaction again may succeed:
+// deadlocks, lock wait timeouts, and connections lost or refused.
+func (e *ApplyError) Transient() bool { return IsTransient(e.Err) }
+
+func newApplyError(txn *binlog.Transaction, err error) *ApplyError {
+	ae := &ApplyError{GTID: txn.GTID(), Kind: statementKind(txn), Err: err}
+	for _, t := range txn.Tables {
+		ae.Tables = append(ae.Tables, t.String())
+	}
+	if len(ae.Tables) == 0 {
+		ae.Tables = txn.Schemas
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		ae.Code, ae.Message = me.Number, me.Message
+	}
+	return ae
+}
+
+func statementKind(txn *binlog.Transaction) string {
+	if txn.Has(binlog.FlagDDL) {
+		return "DDL"
+	}
+	if len(txn.RowEvents()) > 0 {
+		return "row events"
+	}
+	return "statement"
+}
+
+func errorCode(err error) (uint16, bool) {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number, true
+	}
+	return 0, false
+}
+
+// Lost reports whether err means the connection is gone (the server
+// restarted, the network dropped), so that whether a commit in flight
+// happened can only be learned from the checkpoint.
+func Lost(err error) bool {
+	if code, ok := errorCode(err); ok {
+		// 1927: connection killed; 1053: server shutdown in progress; 2006/2013: gone away / lost.
+		return code == 1927 || code == 1053 || code == 2006 || code == 2013
+	}
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && !errors.Is(err, context.Canceled)
+}
+
+// IsTransient reports whether trying the same transaction again may succeed.
+func IsTransient(err error) bool {
+	if code, ok := errorCode(err); ok {
+		switch code {
+		case 1213, 1205: // deadlock, lock wait timeout
+			return true
+		}
+	}
+	return Lost(err)
+}

@@ -1,0 +1,347 @@
+// Package target executes Transactions on a MariaDB target, natively: row
+// events are replayed with BINLOG statements, so every column type arrives
+// exactly as the source wrote it, and statement events run under the session
+// state the source recorded for them.
+//
+// A Session is one target connection. It remembers what it has already told
+// the server (the format description, the session variables, the default
+// database) so that a transaction usually costs one round trip; after any
+// error it forgets all of it, since the server may have lost the session.
+package target
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"gapless/internal/binlog"
+)
+
+// Options say how transactions are written.
+type Options struct {
+	// KeepGTID writes each transaction on the target under the source's GTID
+	// (domain, server id, sequence number), so the target's binlog can feed
+	// further replicas as if it were the source.
+	KeepGTID bool
+	// WriteBinlog is false to keep the applied transactions out of the target's binlog.
+	WriteBinlog bool
+	// MaxStatement bounds one round trip in bytes (0: the target's max_allowed_packet less a margin).
+	MaxStatement int
+}
+
+// Session applies transactions over one target connection.
+type Session struct {
+	conn         *sql.Conn
+	opts         Options
+	maxStatement int
+
+	format []byte               // format description the server holds for this session
+	state  *binlog.SessionState // session variables the server holds; nil = unknown
+	db     string               // default database of the session
+}
+
+// Open takes a connection from db and prepares it for applying.
+func Open(ctx context.Context, db *sql.DB, opts Options) (*Session, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("target connection: %w", err)
+	}
+	s := &Session{conn: conn, opts: opts}
+	if err := s.prepare(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Session) prepare(ctx context.Context) error {
+	var maxPacket int
+	if err := s.conn.QueryRowContext(ctx, "SELECT @@max_allowed_packet").Scan(&maxPacket); err != nil {
+		return fmt.Errorf("target: read max_allowed_packet: %w", err)
+	}
+	s.maxStatement = s.opts.MaxStatement
+	if s.maxStatement <= 0 {
+		s.maxStatement = maxPacket - 64<<10
+	}
+	logBin := 0
+	if s.opts.WriteBinlog {
+		logBin = 1
+	}
+	setup := fmt.Sprintf("SET @@session.sql_log_bin=%d", logBin)
+	if s.opts.KeepGTID {
+		setup += ", @@session.gtid_domain_id=@@global.gtid_domain_id, @@session.server_id=@@global.server_id"
+	}
+	if _, err := s.conn.ExecContext(ctx, setup); err != nil {
+		return privilegeHint(fmt.Errorf("target: prepare the apply session: %w", err))
+	}
+	return nil
+}
+
+// privilegeHint names what the apply user lacks when the target says access denied.
+func privilegeHint(err error) error {
+	if code, _ := errorCode(err); code == 1227 || code == 1044 || code == 1142 {
+		return fmt.Errorf("%w (the target user needs SUPER, BINLOG REPLAY and the data privileges; e.g. GRANT ALL ON *.* TO the apply user)", err)
+	}
+	return err
+}
+
+// Close returns the connection.
+func (s *Session) Close() error { return s.conn.Close() }
+
+// Conn is the session's connection, for the checkpoint's own statements.
+func (s *Session) Conn() *sql.Conn { return s.conn }
+
+// Forget drops what the session believes the server holds; the next
+// transaction sets everything again.
+func (s *Session) Forget() {
+	s.format = nil
+	s.state = nil
+	s.db = ""
+}
+
+// Apply executes txn and, inside the same target transaction, the checkpoint
+// statement. On error the target transaction is rolled back.
+func (s *Session) Apply(ctx context.Context, txn *binlog.Transaction, checkpoint string) error {
+	if !bytes.Equal(s.format, txn.Format.Raw) {
+		// The server answers a format description BINLOG statement without
+		// saying whether more results follow, so it travels alone.
+		if len(txn.Format.Raw) == 0 {
+			return fmt.Errorf("%s has no format description event before it", txn)
+		}
+		if _, err := s.conn.ExecContext(ctx, binlogStatement([][]byte{txn.Format.Raw})); err != nil {
+			s.Forget()
+			return newApplyError(txn, privilegeHint(err))
+		}
+		s.format = txn.Format.Raw
+	}
+	script, err := s.script(txn, checkpoint)
+	if err != nil {
+		return err
+	}
+	if err := s.run(ctx, script); err != nil {
+		s.Forget()
+		s.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		return newApplyError(txn, err)
+	}
+	return nil
+}
+
+// run sends the statements in as few round trips as the server allows: a
+// packet holds up to max_allowed_packet bytes, and ends after a BINLOG
+// statement, since the server answers one without saying whether more
+// results follow.
+func (s *Session) run(ctx context.Context, script []string) error {
+	var batch strings.Builder
+	flush := func() error {
+		if batch.Len() == 0 {
+			return nil
+		}
+		_, err := s.conn.ExecContext(ctx, batch.String())
+		batch.Reset()
+		return err
+	}
+	for _, stmt := range script {
+		if len(stmt) > s.maxStatement {
+			return fmt.Errorf("a statement of %d bytes exceeds the target's max_allowed_packet; raise it", len(stmt))
+		}
+		if batch.Len() > 0 && batch.Len()+len(stmt)+2 > s.maxStatement {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if batch.Len() > 0 {
+			batch.WriteString(";\n")
+		}
+		batch.WriteString(stmt)
+		if strings.HasPrefix(stmt, "BINLOG ") {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// script lists the statements that apply txn.
+func (s *Session) script(txn *binlog.Transaction, checkpoint string) ([]string, error) {
+	var stmts []string
+	if s.opts.KeepGTID && txn.Flavor == binlog.FlavorMariaDB {
+		stmts = append(stmts, fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=%d, @@session.gtid_seq_no=%d",
+			txn.MariaDB.Domain, txn.MariaDB.Server, txn.MariaDB.Seq))
+	}
+	// A MariaDB GTID event stands for BEGIN unless the group is a standalone statement.
+	begun := txn.Flavor == binlog.FlavorMariaDB && !txn.Has(binlog.FlagStandalone)
+	if begun {
+		stmts = append(stmts, "BEGIN")
+	}
+	rows := rowBatcher{limit: (s.maxStatement - 1024) * 3 / 4}
+	var context []string // statements setting up the next query: INSERT_ID, RAND seeds, user variables
+	committed := false
+	for _, ev := range txn.Events {
+		switch e := ev.Data.(type) {
+		case *replication.TableMapEvent:
+			stmts = rows.addTableMap(stmts, ev.Raw)
+		case *replication.RowsEvent:
+			stmts = rows.addRows(stmts, ev.Raw, e.Flags&replication.RowsEventStmtEndFlag != 0)
+		case *replication.XIDEvent:
+			stmts = rows.flush(stmts)
+			stmts = append(stmts, checkpoint, "COMMIT")
+			committed = true
+		case *replication.IntVarEvent:
+			context = append(context, binlog.IntVar{Kind: byte(e.Type), Value: e.Value}.Statement())
+		case *replication.QueryEvent:
+			stmts = rows.flush(stmts)
+			text := strings.TrimSpace(string(e.Query))
+			switch {
+			case strings.EqualFold(text, "COMMIT"):
+				stmts = append(stmts, checkpoint, "COMMIT")
+				committed = true
+				continue
+			case strings.EqualFold(text, "ROLLBACK"):
+				stmts = append(stmts, "ROLLBACK")
+				continue
+			case strings.EqualFold(text, "BEGIN") && begun:
+				continue
+			}
+			state, err := binlog.QuerySessionState(ev.Header, e)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", txn, err)
+			}
+			stmts = append(stmts, state.Statements(s.state)...)
+			s.state = &state
+			if db := string(e.Schema); db != "" && db != s.db && ev.Header.Flags&replication.LOG_EVENT_SUPPRESS_USE_F == 0 {
+				stmts = append(stmts, "USE "+quoteName(db))
+				s.db = db
+			}
+			stmts = append(stmts, context...)
+			context = context[:0]
+			stmts = append(stmts, text)
+		case *replication.GenericEvent:
+			switch ev.Header.EventType {
+			case replication.RAND_EVENT:
+				seeds, err := binlog.DecodeRand(e.Data)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", txn, err)
+				}
+				context = append(context, seeds.Statement())
+			case replication.USER_VAR_EVENT:
+				v, err := binlog.DecodeUserVar(e.Data)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", txn, err)
+				}
+				context = append(context, v.Statement())
+			default:
+				return nil, fmt.Errorf("%s: %s events are not supported", txn, ev.Header.EventType)
+			}
+		case *replication.MariadbAnnotateRowsEvent, *replication.RowsQueryEvent:
+			// informational: the statement text behind the row events that follow
+		default:
+			return nil, fmt.Errorf("%s: %s events are not supported", txn, ev.Header.EventType)
+		}
+	}
+	stmts = rows.flush(stmts)
+	if !committed {
+		// A standalone statement (DDL) commits on its own; its position follows.
+		stmts = append(stmts, s.ownTransaction(checkpoint)...)
+	}
+	return stmts, nil
+}
+
+// ownTransaction writes a checkpoint in a target transaction of its own,
+// after a statement that committed by itself (DDL) or for a skipped
+// transaction. It stays out of the target's binlog: binlogged, it would take
+// the next sequence number of the source's domain.
+func (s *Session) ownTransaction(checkpoint string) []string {
+	stmts := []string{"BEGIN", checkpoint, "COMMIT"}
+	if s.opts.WriteBinlog {
+		stmts = append(append([]string{"SET @@session.sql_log_bin=0"}, stmts...), "SET @@session.sql_log_bin=1")
+	}
+	return stmts
+}
+
+// rowBatcher gathers table map and row events into BINLOG statements no
+// larger than limit raw bytes. A statement's events are cut only between row
+// events, and the next BINLOG statement repeats the statement's table maps.
+type rowBatcher struct {
+	limit    int
+	pending  [][]byte
+	size     int
+	stmtMaps [][]byte // table maps of the statement in progress
+	stmtRows int      // its row events in pending
+}
+
+func (b *rowBatcher) addTableMap(stmts []string, raw []byte) []string {
+	b.stmtMaps = append(b.stmtMaps, raw)
+	b.pending = append(b.pending, raw)
+	b.size += len(raw)
+	return stmts
+}
+
+func (b *rowBatcher) addRows(stmts []string, raw []byte, stmtEnd bool) []string {
+	if b.size+len(raw) > b.limit && b.size > 0 {
+		done := b.pending
+		if b.stmtRows == 0 {
+			done = b.pending[:len(b.pending)-len(b.stmtMaps)]
+		}
+		if len(done) > 0 {
+			stmts = append(stmts, binlogStatement(done))
+		}
+		b.pending = append([][]byte(nil), b.stmtMaps...)
+		b.size = 0
+		for _, tm := range b.stmtMaps {
+			b.size += len(tm)
+		}
+	}
+	b.pending = append(b.pending, raw)
+	b.size += len(raw)
+	b.stmtRows++
+	if stmtEnd {
+		b.stmtMaps, b.stmtRows = nil, 0
+	}
+	return stmts
+}
+
+func (b *rowBatcher) flush(stmts []string) []string {
+	if len(b.pending) > 0 {
+		stmts = append(stmts, binlogStatement(b.pending))
+	}
+	b.pending, b.stmtMaps, b.size, b.stmtRows = nil, nil, 0, 0
+	return stmts
+}
+
+// binlogStatement wraps raw events in one BINLOG statement.
+func binlogStatement(events [][]byte) string {
+	n := 0
+	for _, ev := range events {
+		n += len(ev)
+	}
+	raw := make([]byte, 0, n)
+	for _, ev := range events {
+		raw = append(raw, ev...)
+	}
+	var b strings.Builder
+	b.Grow(base64.StdEncoding.EncodedLen(n) + 10)
+	b.WriteString("BINLOG '")
+	b.WriteString(base64.StdEncoding.EncodeToString(raw))
+	b.WriteString("'")
+	return b.String()
+}
+
+func quoteName(name string) string {
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
+
+// Skip records txn as applied without applying it: only its position is written.
+func (s *Session) Skip(ctx context.Context, txn *binlog.Transaction, checkpoint string) error {
+	if err := s.run(ctx, s.ownTransaction(checkpoint)); err != nil {
+		s.Forget()
+		s.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		return newApplyError(txn, err)
+	}
+	return nil
+}

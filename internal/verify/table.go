@@ -1,0 +1,320 @@
+// This file owns the comparison of one table that exists on both sides. Each
+// side is read through a connection of its own inside a consistent snapshot,
+// and every connection goes back to its pool with the session settings it
+// came with, or is discarded.
+package verify
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+const releaseTimeout = 10 * time.Second
+
+// maxSortLength lets ORDER BY over long TEXT and BLOB values order them by
+// their whole value, so tables without a primary key read in a fixed order.
+const maxSortLength = 8388608
+
+type comparer struct {
+	source, target *sql.DB
+	chunkRows      int
+	progress       func(string)
+}
+
+func (c *comparer) compareTable(ctx context.Context, t *TableResult) error {
+	name := tableName{t.Schema, t.Table}
+	src, err := openSnapshot(ctx, c.source, "source")
+	if err != nil {
+		return err
+	}
+	defer src.release()
+	tgt, err := openSnapshot(ctx, c.target, "target")
+	if err != nil {
+		return err
+	}
+	defer tgt.release()
+
+	srcSum, err := src.checksum(ctx, name)
+	if err != nil {
+		return err
+	}
+	tgtSum, err := tgt.checksum(ctx, name)
+	if err != nil {
+		return err
+	}
+	if srcSum.Valid && tgtSum.Valid && srcSum.String == tgtSum.String {
+		t.Status = StatusEqual
+		c.progress(fmt.Sprintf("%s: equal (checksum %s)", name, srcSum.String))
+		return nil
+	}
+
+	srcDef, err := src.definition(ctx, name)
+	if err != nil {
+		return err
+	}
+	tgtDef, err := tgt.definition(ctx, name)
+	if err != nil {
+		return err
+	}
+	srcShape, err := src.shape(ctx, name)
+	if err != nil {
+		return err
+	}
+	tgtShape, err := tgt.shape(ctx, name)
+	if err != nil {
+		return err
+	}
+
+	if srcDef != tgtDef {
+		t.Status = StatusDifferent
+		t.Detail = "definition differs"
+		aligned, mismatch := alignColumns(srcShape, tgtShape)
+		if mismatch != "" {
+			t.Detail += " (" + mismatch + ")"
+			if t.SourceRows, err = src.countRows(ctx, name); err != nil {
+				return err
+			}
+			t.TargetRows, err = tgt.countRows(ctx, name)
+			return err
+		}
+		c.progress(fmt.Sprintf("%s: definition differs, comparing rows", name))
+		diff, err := c.compareRows(ctx, name, src, tgt, srcShape, aligned)
+		if err != nil {
+			return err
+		}
+		t.SourceRows, t.TargetRows = diff.sourceRows, diff.targetRows
+		if diff.first == "" {
+			t.Detail += "; rows match"
+		} else {
+			t.Detail += "; " + diff.first
+		}
+		return nil
+	}
+
+	c.progress(fmt.Sprintf("%s: checksums differ, comparing rows", name))
+	aligned, _ := alignColumns(srcShape, tgtShape)
+	diff, err := c.compareRows(ctx, name, src, tgt, srcShape, aligned)
+	if err != nil {
+		return err
+	}
+	t.SourceRows, t.TargetRows = diff.sourceRows, diff.targetRows
+	if diff.first == "" {
+		t.Status = StatusEqual
+		t.Detail = fmt.Sprintf("checksums differ but all %d rows match", diff.sourceRows)
+	} else {
+		t.Status = StatusDifferent
+		t.Detail = diff.first
+	}
+	return nil
+}
+
+// snapshot is one side's connection inside a consistent-snapshot transaction.
+type snapshot struct {
+	side string // "source" or "target"
+	conn *sql.Conn
+	// resultsCharset is the character set column values arrive in; "" when
+	// the server sends them in each column's own character set.
+	resultsCharset     string
+	savedTimeZone      string
+	savedMaxSortLength int64
+	broken             bool
+}
+
+func openSnapshot(ctx context.Context, db *sql.DB, side string) (*snapshot, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: getting a connection: %w", side, err)
+	}
+	s := &snapshot{side: side, conn: conn}
+	var charset sql.NullString
+	err = conn.QueryRowContext(ctx, "SELECT @@session.time_zone, @@session.max_sort_length, @@session.character_set_results").
+		Scan(&s.savedTimeZone, &s.savedMaxSortLength, &charset)
+	if err != nil {
+		s.broken = true
+		s.release()
+		return nil, s.errorf("reading session settings: %w", err)
+	}
+	if charset.String != "binary" {
+		s.resultsCharset = charset.String
+	}
+	for _, stmt := range []string{
+		fmt.Sprintf("SET SESSION time_zone = '+00:00', SESSION max_sort_length = %d", maxSortLength),
+		"SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+		"START TRANSACTION WITH CONSISTENT SNAPSHOT",
+	} {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			s.broken = true
+			s.release()
+			return nil, s.errorf("%s: %w", stmt, err)
+		}
+	}
+	return s, nil
+}
+
+// release ends the transaction and restores the session, or discards the
+// connection when that is not possible.
+func (s *snapshot) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if !s.broken {
+		if _, err := s.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+			s.broken = true
+		}
+	}
+	if !s.broken {
+		_, err := s.conn.ExecContext(ctx, "SET SESSION time_zone = ?, SESSION max_sort_length = ?", s.savedTimeZone, s.savedMaxSortLength)
+		s.broken = err != nil
+	}
+	if s.broken {
+		_ = s.conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	_ = s.conn.Close()
+}
+
+func (s *snapshot) errorf(format string, args ...any) error {
+	return fmt.Errorf(s.side+": "+format, args...)
+}
+
+func (s *snapshot) checksum(ctx context.Context, name tableName) (sql.NullString, error) {
+	var table string
+	var sum sql.NullString
+	err := s.conn.QueryRowContext(ctx, "CHECKSUM TABLE "+quoteName(name)+" EXTENDED").Scan(&table, &sum)
+	if err != nil {
+		return sum, s.errorf("CHECKSUM TABLE %s: %w", name, err)
+	}
+	return sum, nil
+}
+
+var autoIncrementOption = regexp.MustCompile(` AUTO_INCREMENT=\d+`)
+
+// definition is SHOW CREATE TABLE without the AUTO_INCREMENT counter, which
+// legitimately differs between servers holding the same rows.
+func (s *snapshot) definition(ctx context.Context, name tableName) (string, error) {
+	var table, create string
+	if err := s.conn.QueryRowContext(ctx, "SHOW CREATE TABLE "+quoteName(name)).Scan(&table, &create); err != nil {
+		return "", s.errorf("SHOW CREATE TABLE %s: %w", name, err)
+	}
+	return autoIncrementOption.ReplaceAllString(create, ""), nil
+}
+
+func (s *snapshot) countRows(ctx context.Context, name tableName) (int64, error) {
+	var n int64
+	if err := s.conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quoteName(name)).Scan(&n); err != nil {
+		return 0, s.errorf("counting rows of %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// column is what row comparison needs to know about a column.
+type column struct {
+	name      string
+	dataType  string // information_schema DATA_TYPE, e.g. "int", "varchar"
+	charset   string // "" for non-character columns
+	collation string
+}
+
+// tableShape is a table's columns in a chosen order and which of them, in
+// key order, form the primary key (none when the table has no primary key).
+type tableShape struct {
+	columns    []column
+	primaryKey []int
+}
+
+func (s *snapshot) shape(ctx context.Context, name tableName) (tableShape, error) {
+	var shape tableShape
+	rows, err := s.conn.QueryContext(ctx, "SELECT COLUMN_NAME, DATA_TYPE, COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, '')"+
+		" FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION", name.schema, name.table)
+	if err != nil {
+		return shape, s.errorf("reading columns of %s: %w", name, err)
+	}
+	for rows.Next() {
+		var c column
+		if err := rows.Scan(&c.name, &c.dataType, &c.charset, &c.collation); err != nil {
+			rows.Close()
+			return shape, s.errorf("reading columns of %s: %w", name, err)
+		}
+		c.dataType = strings.ToLower(c.dataType)
+		shape.columns = append(shape.columns, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return shape, s.errorf("reading columns of %s: %w", name, err)
+	}
+
+	rows, err = s.conn.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.STATISTICS"+
+		" WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX", name.schema, name.table)
+	if err != nil {
+		return shape, s.errorf("reading primary key of %s: %w", name, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var col string
+		if err := rows.Scan(&col); err != nil {
+			return shape, s.errorf("reading primary key of %s: %w", name, err)
+		}
+		i := shape.index(col)
+		if i < 0 {
+			return shape, s.errorf("primary key column %s of %s is not among its columns", col, name)
+		}
+		shape.primaryKey = append(shape.primaryKey, i)
+	}
+	if err := rows.Err(); err != nil {
+		return shape, s.errorf("reading primary key of %s: %w", name, err)
+	}
+	return shape, nil
+}
+
+func (t tableShape) index(name string) int {
+	for i, c := range t.columns {
+		if strings.EqualFold(c.name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// alignColumns orders the target's columns like the source's and gives it
+// the source's key, so rows of both sides can be compared field by field.
+// When the two have different column names it returns a description of the
+// mismatch instead.
+func alignColumns(source, target tableShape) (tableShape, string) {
+	aligned := tableShape{primaryKey: source.primaryKey}
+	var onlySource, onlyTarget []string
+	for _, c := range source.columns {
+		i := target.index(c.name)
+		if i < 0 {
+			onlySource = append(onlySource, c.name)
+			continue
+		}
+		aligned.columns = append(aligned.columns, target.columns[i])
+	}
+	for _, c := range target.columns {
+		if source.index(c.name) < 0 {
+			onlyTarget = append(onlyTarget, c.name)
+		}
+	}
+	var parts []string
+	if len(onlySource) > 0 {
+		parts = append(parts, plural(len(onlySource), "column ", "columns ")+strings.Join(onlySource, ", ")+" only on source")
+	}
+	if len(onlyTarget) > 0 {
+		parts = append(parts, plural(len(onlyTarget), "column ", "columns ")+strings.Join(onlyTarget, ", ")+" only on target")
+	}
+	return aligned, strings.Join(parts, "; ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func quoteName(n tableName) string {
+	return quoteIdent(n.schema) + "." + quoteIdent(n.table)
+}
