@@ -60,6 +60,7 @@ func typesWorkload(t *testing.T, sb *sandboxT) {
 		"SET SESSION binlog_format = 'ROW'",
 		// One large transaction.
 		"CREATE TABLE app.big (id INT PRIMARY KEY, pad VARCHAR(100), k INT, UNIQUE KEY (k)) ENGINE=InnoDB",
+		"USE app",
 		"INSERT INTO app.big SELECT seq, REPEAT(CHAR(65 + seq % 26), 60), seq FROM seq_1_to_100000",
 		"UPDATE app.big SET pad = 'changed' WHERE id % 1000 = 0",
 	)

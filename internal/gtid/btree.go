@@ -58,29 +58,37 @@ func (x *node) min() uint64 {
 
 // childFor is the index of the child whose subtree holds key or, when key is
 // not in the tree, the interval just before it (0 when key precedes all).
+// The search has no data-dependent branch, which random lookups would
+// mispredict.
 func (x *node) childFor(key uint64) int {
-	lo, hi := 0, len(x.mins)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if x.mins[m] <= key {
-			lo = m + 1
-		} else {
-			hi = m
+	mins := x.mins
+	lo, n := 0, len(mins)
+	for n > 1 {
+		half := n / 2
+		if mins[lo+half] <= key {
+			lo += half
 		}
+		n -= half
 	}
-	return max(lo-1, 0)
+	return lo
 }
 
 // startsAfter is the index of the first interval in the leaf with Start > key.
 func (x *node) startsAfter(key uint64) int {
-	lo, hi := 0, len(x.ivs)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if x.ivs[m].Start <= key {
-			lo = m + 1
-		} else {
-			hi = m
+	ivs := x.ivs
+	if len(ivs) == 0 {
+		return 0
+	}
+	lo, n := 0, len(ivs)
+	for n > 1 {
+		half := n / 2
+		if ivs[lo+half].Start <= key {
+			lo += half
 		}
+		n -= half
+	}
+	if ivs[lo].Start <= key {
+		lo++
 	}
 	return lo
 }
@@ -249,18 +257,23 @@ type tree struct {
 // floor is the interval with the greatest Start <= key, or nil. The pointer
 // is valid until the tree's shape next changes.
 func (t *tree) floor(key uint64) *Interval {
+	if leaf, i := t.floorInLeaf(key); i >= 0 {
+		return &leaf.ivs[i]
+	}
+	return nil
+}
+
+// floorInLeaf is the leaf that holds the interval with the greatest
+// Start <= key and that interval's index there, -1 when there is none.
+func (t *tree) floorInLeaf(key uint64) (*node, int) {
 	x := t.root
 	if x == nil {
-		return nil
+		return nil, -1
 	}
 	for !x.leaf {
 		x = x.kids[x.childFor(key)]
 	}
-	i := x.startsAfter(key)
-	if i == 0 {
-		return nil
-	}
-	return &x.ivs[i-1]
+	return x, x.startsAfter(key) - 1
 }
 
 func (t *tree) contains(n uint64) bool {
@@ -295,6 +308,9 @@ func (t *tree) add(start, end uint64) {
 			return
 		}
 	}
+	if t.addWithinLeaf(start, end) {
+		return
+	}
 	for {
 		reach := end
 		if reach < math.MaxUint64 {
@@ -312,6 +328,46 @@ func (t *tree) add(start, end uint64) {
 		t.remove(p.Start)
 	}
 	t.insert(Interval{start, end})
+}
+
+// addWithinLeaf adds [start, end] in the common case where every interval it
+// merges with, and its place, lie in one leaf whose first Start, and whose
+// size beyond minNodeItems(), do not change: one descent, no rebalancing. It
+// reports false, changing nothing, when the case is not that simple.
+func (t *tree) addWithinLeaf(start, end uint64) bool {
+	reach := end
+	if reach < math.MaxUint64 {
+		reach++
+	}
+	leaf, last := t.floorInLeaf(reach)
+	if last < 0 {
+		return false
+	}
+	ivs := leaf.ivs
+	touches := func(iv Interval) bool { return start == 0 || iv.End >= start-1 }
+	if !touches(ivs[last]) {
+		if len(ivs) == maxNodeItems {
+			return false
+		}
+		leaf.ivs = slices.Insert(ivs, last+1, Interval{start, end})
+		t.n++
+		return true
+	}
+	first := last
+	for ivs[first].Start > start && first > 0 && touches(ivs[first-1]) {
+		first--
+	}
+	if ivs[first].Start > start && first == 0 {
+		return false
+	}
+	merged := last - first
+	if leaf != t.root && len(ivs)-merged < minNodeItems() {
+		return false
+	}
+	ivs[first] = Interval{min(start, ivs[first].Start), max(end, ivs[last].End)}
+	leaf.ivs = slices.Delete(ivs, first+1, last+1)
+	t.n -= merged
+	return true
 }
 
 func (t *tree) insert(iv Interval) {

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what gapless's demo, tests and benchmarks need from Debian's
+# packages: MariaDB server and client, and sysbench. Does nothing when they
+# are already there.
+set -euo pipefail
+
+need=()
+command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
+command -v mariadb >/dev/null 2>&1 || need+=(mariadb-client)
+command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
+[ ${#need[@]} -eq 0 ] && exit 0
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+echo "installing ${need[*]} from Debian's packages"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
