@@ -14,9 +14,9 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 )
 
-func le16(v uint16) []byte { return binary.LittleEndian.AppendUint16(nil, v) }
-func le32(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
-func le64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+func littleEndian16(v uint16) []byte { return binary.LittleEndian.AppendUint16(nil, v) }
+func littleEndian32(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
+func littleEndian64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 
 // statusVar encodes one status variable: its code followed by its payload.
 func statusVar(code byte, payload ...[]byte) []byte {
@@ -27,7 +27,7 @@ func statusVar(code byte, payload ...[]byte) []byte {
 	return b
 }
 
-func concat(parts ...[]byte) []byte {
+func joinBytes(parts ...[]byte) []byte {
 	var b []byte
 	for _, p := range parts {
 		b = append(b, p...)
@@ -35,7 +35,7 @@ func concat(parts ...[]byte) []byte {
 	return b
 }
 
-func mustHex(t testing.TB, s string) []byte {
+func hexBytes(t testing.TB, s string) []byte {
 	t.Helper()
 	b, err := hex.DecodeString(s)
 	if err != nil {
@@ -50,17 +50,17 @@ var singleStatusVars = []struct {
 	raw   []byte
 	check func(SessionState) bool
 }{
-	{"flags2", statusVar(StatusFlags2, le32(Flags2NoForeignKeyChecks|Flags2AutoIsNull)),
+	{"flags2", statusVar(StatusFlags2, littleEndian32(Flags2NoForeignKeyChecks|Flags2AutoIsNull)),
 		func(s SessionState) bool { return s.HasFlags2 && s.Flags2 == Flags2NoForeignKeyChecks|Flags2AutoIsNull }},
-	{"sql_mode", statusVar(StatusSQLMode, le64(1411383296)),
+	{"sql_mode", statusVar(StatusSQLMode, littleEndian64(1411383296)),
 		func(s SessionState) bool { return s.HasSQLMode && s.SQLMode == 1411383296 }},
 	{"catalog", statusVar(StatusCatalog, []byte{3}, []byte("std\x00")),
 		func(s SessionState) bool { return s.Catalog == "std" }},
-	{"auto_increment", statusVar(StatusAutoIncrement, le16(3), le16(2)),
+	{"auto_increment", statusVar(StatusAutoIncrement, littleEndian16(3), littleEndian16(2)),
 		func(s SessionState) bool {
 			return s.HasAutoIncrement && s.AutoIncrementIncrement == 3 && s.AutoIncrementOffset == 2
 		}},
-	{"charset", statusVar(StatusCharset, le16(45), le16(224), le16(8)),
+	{"charset", statusVar(StatusCharset, littleEndian16(45), littleEndian16(224), littleEndian16(8)),
 		func(s SessionState) bool {
 			return s.HasCharset && s.CharsetClient == 45 && s.CollationConnection == 224 && s.CollationServer == 8
 		}},
@@ -68,13 +68,13 @@ var singleStatusVars = []struct {
 		func(s SessionState) bool { return s.HasTimeZone && s.TimeZone == "+01:00" }},
 	{"catalog_nz", statusVar(StatusCatalogNZ, []byte{3}, []byte("std")),
 		func(s SessionState) bool { return s.Catalog == "std" }},
-	{"lc_time_names", statusVar(StatusLCTimeNames, le16(4)),
+	{"lc_time_names", statusVar(StatusLCTimeNames, littleEndian16(4)),
 		func(s SessionState) bool { return s.HasLCTimeNames && s.LCTimeNames == 4 }},
-	{"charset_database", statusVar(StatusCharsetDatabase, le16(46)),
+	{"charset_database", statusVar(StatusCharsetDatabase, littleEndian16(46)),
 		func(s SessionState) bool { return s.HasCollationDatabase && s.CollationDatabase == 46 }},
-	{"table_map_for_update", statusVar(StatusTableMapForUpdate, le64(0x8001)),
+	{"table_map_for_update", statusVar(StatusTableMapForUpdate, littleEndian64(0x8001)),
 		func(s SessionState) bool { return s.TableMapForUpdate == 0x8001 }},
-	{"master_data_written", statusVar(StatusMasterDataWritten, le32(77)),
+	{"master_data_written", statusVar(StatusMasterDataWritten, littleEndian32(77)),
 		func(s SessionState) bool { return s.MasterDataWritten == 77 }},
 	{"invoker", statusVar(StatusInvoker, []byte{4}, []byte("root"), []byte{9}, []byte("localhost")),
 		func(s SessionState) bool {
@@ -92,9 +92,9 @@ var singleStatusVars = []struct {
 		func(s SessionState) bool { return s.Micros == 999999 }},
 	{"explicit_defaults_for_timestamp", statusVar(StatusExplicitDefaultsForTimestamp, []byte{1}),
 		func(s SessionState) bool { return s.HasExplicitDefaultsForTimestamp && s.ExplicitDefaultsForTimestamp }},
-	{"ddl_logged_with_xid", statusVar(StatusDDLLoggedWithXID, le64(42)),
+	{"ddl_logged_with_xid", statusVar(StatusDDLLoggedWithXID, littleEndian64(42)),
 		func(s SessionState) bool { return s.HasXID && s.XID == 42 }},
-	{"default_collation_for_utf8mb4", statusVar(StatusDefaultCollationForUTF8MB4, le16(255)),
+	{"default_collation_for_utf8mb4", statusVar(StatusDefaultCollationForUTF8MB4, littleEndian16(255)),
 		func(s SessionState) bool {
 			return s.HasDefaultCollationForUTF8MB4 && s.DefaultCollationForUTF8MB4 == 255
 		}},
@@ -104,13 +104,13 @@ var singleStatusVars = []struct {
 		func(s SessionState) bool { return s.HasDefaultTableEncryption && !s.DefaultTableEncryption }},
 	{"hrnow", statusVar(StatusHRNow, []byte{0xa0, 0x2c, 0x02}),
 		func(s SessionState) bool { return s.Micros == 142496 }},
-	{"xid", statusVar(StatusXID, le64(6)),
+	{"xid", statusVar(StatusXID, littleEndian64(6)),
 		func(s SessionState) bool { return s.HasXID && s.XID == 6 }},
 	{"gtid_flags3_start_alter", statusVar(StatusGTIDFlags3, []byte{2}),
 		func(s SessionState) bool { return s.GTIDFlags3 == 2 && s.StartAlterSeqNo == 0 }},
-	{"gtid_flags3_commit_alter", statusVar(StatusGTIDFlags3, []byte{4}, le64(99)),
+	{"gtid_flags3_commit_alter", statusVar(StatusGTIDFlags3, []byte{4}, littleEndian64(99)),
 		func(s SessionState) bool { return s.GTIDFlags3 == 4 && s.StartAlterSeqNo == 99 }},
-	{"character_set_collations", statusVar(StatusCharacterSetCollations, []byte{2}, le16(45), le16(2347), le16(8), le16(8)),
+	{"character_set_collations", statusVar(StatusCharacterSetCollations, []byte{2}, littleEndian16(45), littleEndian16(2347), littleEndian16(8), littleEndian16(8)),
 		func(s SessionState) bool {
 			return s.HasCharacterSetCollations &&
 				reflect.DeepEqual(s.CharacterSetCollations, []CharsetCollation{{45, 2347}, {8, 8}})
@@ -156,7 +156,7 @@ func TestDecodeQueryStatusVarsDefaults(t *testing.T) {
 // TestDecodeQueryStatusVarsMariaDB decodes blocks written by MariaDB 10.11.19,
 // which does not write codes in increasing order.
 func TestDecodeQueryStatusVarsMariaDB(t *testing.T) {
-	raw := mustHex(t, "000040000d010000205400000000060373746403030002000421002100080005062b30313a303007040080a02c02")
+	raw := hexBytes(t, "000040000d010000205400000000060373746403030002000421002100080005062b30313a303007040080a02c02")
 	s, err := DecodeQueryStatusVars(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ func TestDecodeQueryStatusVarsMariaDB(t *testing.T) {
 		t.Fatalf("got  %+v\nwant %+v", s, want)
 	}
 
-	s, err = DecodeQueryStatusVars(mustHex(t, "00000000010100002054000000000603737464042100210008000b04726f6f74096c6f63616c686f7374"))
+	s, err = DecodeQueryStatusVars(hexBytes(t, "00000000010100002054000000000603737464042100210008000b04726f6f74096c6f63616c686f7374"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestDecodeQueryStatusVarsMariaDB(t *testing.T) {
 }
 
 func TestDecodeQueryStatusVarsDummyStops(t *testing.T) {
-	raw := concat(statusVar(StatusFlags2, le32(0)), []byte{StatusDummy, StatusDummy, 0x99, StatusSQLMode})
+	raw := joinBytes(statusVar(StatusFlags2, littleEndian32(0)), []byte{StatusDummy, StatusDummy, 0x99, StatusSQLMode})
 	s, err := DecodeQueryStatusVars(raw)
 	if err != nil || !s.HasFlags2 || s.HasSQLMode {
 		t.Fatalf("got %+v, %v", s, err)
@@ -205,7 +205,7 @@ func TestDecodeQueryStatusVarsDummyStops(t *testing.T) {
 
 func TestDecodeQueryStatusVarsUnknownCode(t *testing.T) {
 	for _, code := range []byte{14, 15, 21, 127, 132, 200, 254} {
-		raw := concat(statusVar(StatusSQLMode, le64(7)), []byte{code, 1, 2, 3})
+		raw := joinBytes(statusVar(StatusSQLMode, littleEndian64(7)), []byte{code, 1, 2, 3})
 		s, err := DecodeQueryStatusVars(raw)
 		if !errors.Is(err, ErrUnknownStatusVar) {
 			t.Fatalf("code %d: err = %v, want ErrUnknownStatusVar", code, err)
@@ -354,6 +354,31 @@ func TestStatementsOneFieldDiffers(t *testing.T) {
 	}
 }
 
+func TestStatementsCharacterSetCollations(t *testing.T) {
+	prev := SessionState{CharacterSetCollations: []CharsetCollation{{45, 224}}, HasCharacterSetCollations: true}
+	s := prev
+	if got := s.Statements(&prev); len(got) != 0 {
+		t.Fatalf("unchanged: %q", got)
+	}
+	s.CharacterSetCollations = []CharsetCollation{{45, 46}}
+	if got := s.Statements(&prev); !reflect.DeepEqual(got, []string{"SET @@session.character_set_collations='utf8mb4=utf8mb4_bin'"}) {
+		t.Fatalf("changed: %q", got)
+	}
+	s.CharacterSetCollations = nil
+	if got := s.Statements(&prev); !reflect.DeepEqual(got, []string{"SET @@session.character_set_collations=''"}) {
+		t.Fatalf("emptied: %q", got)
+	}
+}
+
+func TestCollationByID(t *testing.T) {
+	if cs, coll, ok := CollationByID(255); !ok || cs != "utf8mb4" || coll != "utf8mb4_0900_ai_ci" {
+		t.Fatalf("255: %s %s %v", cs, coll, ok)
+	}
+	if _, _, ok := CollationByID(245); ok {
+		t.Fatal("245 differs between MySQL and MariaDB and must be unknown")
+	}
+}
+
 func TestStatementsFlags2Rules(t *testing.T) {
 	s := fullSessionState()
 	s.Flags2 = Flags2NoCheckConstraintChecks
@@ -406,15 +431,15 @@ func TestFlags2WrittenBy(t *testing.T) {
 }
 
 func TestIntVar(t *testing.T) {
-	iv, err := DecodeIntVar(concat([]byte{IntVarInsertID}, le64(5)))
+	iv, err := DecodeIntVar(joinBytes([]byte{IntVarInsertID}, littleEndian64(5)))
 	if err != nil || iv.Statement() != "SET INSERT_ID=5" {
 		t.Fatalf("insert id: %+v %v", iv, err)
 	}
-	iv, err = DecodeIntVar(concat([]byte{IntVarLastInsertID}, le64(math.MaxUint64)))
+	iv, err = DecodeIntVar(joinBytes([]byte{IntVarLastInsertID}, littleEndian64(math.MaxUint64)))
 	if err != nil || iv.Statement() != "SET LAST_INSERT_ID=18446744073709551615" {
 		t.Fatalf("last insert id: %+v %v", iv, err)
 	}
-	if _, err := DecodeIntVar(concat([]byte{0}, le64(1))); err == nil {
+	if _, err := DecodeIntVar(joinBytes([]byte{0}, littleEndian64(1))); err == nil {
 		t.Fatal("kind 0 accepted")
 	}
 	if _, err := DecodeIntVar([]byte{IntVarInsertID, 1, 2}); err == nil || !strings.Contains(err.Error(), "truncated") {
@@ -426,7 +451,7 @@ func TestIntVar(t *testing.T) {
 }
 
 func TestRand(t *testing.T) {
-	r, err := DecodeRand(mustHex(t, "690d331900000000dda0252a00000000"))
+	r, err := DecodeRand(hexBytes(t, "690d331900000000dda0252a00000000"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,12 +465,12 @@ func TestRand(t *testing.T) {
 
 // userVarEvent encodes a USER_VAR_EVENT body; tail is appended after the value.
 func userVarEvent(name string, typ byte, charset uint32, value []byte, tail ...byte) []byte {
-	b := concat(le32(uint32(len(name))), []byte(name), []byte{0, typ}, le32(charset), le32(uint32(len(value))), value)
+	b := joinBytes(littleEndian32(uint32(len(name))), []byte(name), []byte{0, typ}, littleEndian32(charset), littleEndian32(uint32(len(value))), value)
 	return append(b, tail...)
 }
 
 func nullUserVarEvent(name string) []byte {
-	return concat(le32(uint32(len(name))), []byte(name), []byte{1})
+	return joinBytes(littleEndian32(uint32(len(name))), []byte(name), []byte{1})
 }
 
 func TestDecodeUserVar(t *testing.T) {
@@ -458,26 +483,26 @@ func TestDecodeUserVar(t *testing.T) {
 		{"null", nullUserVarEvent("z"), "SET @`z`:=NULL"},
 		{"utf8mb4", userVarEvent("q", UserVarString, 224, []byte(quoted)),
 			"SET @`q`:=_utf8mb4 X'" + hex.EncodeToString([]byte(quoted)) + "' COLLATE `utf8mb4_unicode_ci`"},
-		{"utf8mb3_mariadb", mustHex(t, "0100000073000021000000070000006974277320c3a9"),
+		{"utf8mb3_mariadb", hexBytes(t, "0100000073000021000000070000006974277320c3a9"),
 			"SET @`s`:=_utf8mb3 X'6974277320c3a9' COLLATE `utf8mb3_general_ci`"},
 		{"empty_string", userVarEvent("e", UserVarString, 45, nil), "SET @`e`:=_utf8mb4 X'' COLLATE `utf8mb4_general_ci`"},
 		{"binary", userVarEvent("f", UserVarString, 63, []byte{0, 0xff}), "SET @`f`:=_binary X'00ff' COLLATE `binary`"},
 		{"unknown_collation", userVarEvent("u", UserVarString, 2347, []byte("a")), "SET @`u`:=_binary X'61'"},
 		{"backtick_name", userVarEvent("a`b", UserVarString, 63, []byte("x")), "SET @`a``b`:=_binary X'78' COLLATE `binary`"},
-		{"real", userVarEvent("r", UserVarReal, 8, le64(math.Float64bits(1.5))), "SET @`r`:=1.5e+00"},
-		{"real_integral", userVarEvent("r", UserVarReal, 8, le64(math.Float64bits(-3))), "SET @`r`:=-3e+00"},
-		{"real_roundtrip", userVarEvent("r", UserVarReal, 8, le64(math.Float64bits(0.30000000000000004))), "SET @`r`:=3.0000000000000004e-01"},
-		{"int_signed", userVarEvent("i", UserVarInt, 8, le64(uint64(1<<64-7)), 0), "SET @`i`:=-7"},
-		{"int_old_format", userVarEvent("i", UserVarInt, 8, le64(uint64(1<<64-7))), "SET @`i`:=-7"},
-		{"int_unsigned", userVarEvent("u", UserVarInt, 8, le64(math.MaxUint64), 1), "SET @`u`:=18446744073709551615"},
-		{"int_chunks", userVarEvent("u", UserVarInt, 8, le64(math.MaxUint64), 1, 2, 5, 'i', 'n', 'e', 't', '6', 0), "SET @`u`:=-1"},
-		{"decimal", userVarEvent("n", UserVarDecimal, 8, mustHex(t, "05038c0159")), "SET @`n`:=CAST(12.345 AS DECIMAL(5,3))"},
-		{"decimal_negative", userVarEvent("n", UserVarDecimal, 8, mustHex(t, "050373fea6")), "SET @`n`:=CAST(-12.345 AS DECIMAL(5,3))"},
-		{"decimal_integral", userVarEvent("n", UserVarDecimal, 8, mustHex(t, "090080000005")), "SET @`n`:=CAST(5 AS DECIMAL(9,0))"},
-		{"decimal_negative_integral", userVarEvent("n", UserVarDecimal, 8, mustHex(t, "09007ffffff8")), "SET @`n`:=CAST(-7 AS DECIMAL(9,0))"},
-		{"decimal_fraction", userVarEvent("n", UserVarDecimal, 8, mustHex(t, "0403800001")), "SET @`n`:=CAST(0.001 AS DECIMAL(4,3))"},
-		{"decimal_negative_fraction", userVarEvent("n", UserVarDecimal, 8, mustHex(t, "02017ffa")), "SET @`n`:=CAST(-0.5 AS DECIMAL(2,1))"},
-		{"decimal_words", userVarEvent("n", UserVarDecimal, 8, mustHex(t, "2a0c807b1b3a0c14149aa4350dfb38d2075bcd15000c")),
+		{"real", userVarEvent("r", UserVarReal, 8, littleEndian64(math.Float64bits(1.5))), "SET @`r`:=1.5e+00"},
+		{"real_integral", userVarEvent("r", UserVarReal, 8, littleEndian64(math.Float64bits(-3))), "SET @`r`:=-3e+00"},
+		{"real_roundtrip", userVarEvent("r", UserVarReal, 8, littleEndian64(math.Float64bits(0.30000000000000004))), "SET @`r`:=3.0000000000000004e-01"},
+		{"int_signed", userVarEvent("i", UserVarInt, 8, littleEndian64(uint64(1<<64-7)), 0), "SET @`i`:=-7"},
+		{"int_old_format", userVarEvent("i", UserVarInt, 8, littleEndian64(uint64(1<<64-7))), "SET @`i`:=-7"},
+		{"int_unsigned", userVarEvent("u", UserVarInt, 8, littleEndian64(math.MaxUint64), 1), "SET @`u`:=18446744073709551615"},
+		{"int_chunks", userVarEvent("u", UserVarInt, 8, littleEndian64(math.MaxUint64), 1, 2, 5, 'i', 'n', 'e', 't', '6', 0), "SET @`u`:=-1"},
+		{"decimal", userVarEvent("n", UserVarDecimal, 8, hexBytes(t, "05038c0159")), "SET @`n`:=CAST(12.345 AS DECIMAL(5,3))"},
+		{"decimal_negative", userVarEvent("n", UserVarDecimal, 8, hexBytes(t, "050373fea6")), "SET @`n`:=CAST(-12.345 AS DECIMAL(5,3))"},
+		{"decimal_integral", userVarEvent("n", UserVarDecimal, 8, hexBytes(t, "090080000005")), "SET @`n`:=CAST(5 AS DECIMAL(9,0))"},
+		{"decimal_negative_integral", userVarEvent("n", UserVarDecimal, 8, hexBytes(t, "09007ffffff8")), "SET @`n`:=CAST(-7 AS DECIMAL(9,0))"},
+		{"decimal_fraction", userVarEvent("n", UserVarDecimal, 8, hexBytes(t, "0403800001")), "SET @`n`:=CAST(0.001 AS DECIMAL(4,3))"},
+		{"decimal_negative_fraction", userVarEvent("n", UserVarDecimal, 8, hexBytes(t, "02017ffa")), "SET @`n`:=CAST(-0.5 AS DECIMAL(2,1))"},
+		{"decimal_words", userVarEvent("n", UserVarDecimal, 8, hexBytes(t, "2a0c807b1b3a0c14149aa4350dfb38d2075bcd15000c")),
 			"SET @`n`:=CAST(123456789012345678901234567890.123456789012 AS DECIMAL(42,12))"},
 	}
 	for _, tc := range tests {
@@ -497,11 +522,11 @@ func TestDecodeUserVar(t *testing.T) {
 }
 
 func TestDecodeUserVarFields(t *testing.T) {
-	v, err := DecodeUserVar(userVarEvent("u", UserVarInt, 8, le64(1), 1, 2, 5, 'i', 'n', 'e', 't', '6'))
+	v, err := DecodeUserVar(userVarEvent("u", UserVarInt, 8, littleEndian64(1), 1, 2, 5, 'i', 'n', 'e', 't', '6'))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := UserVar{Name: "u", Type: UserVarInt, Charset: 8, Value: le64(1), Unsigned: true, DataTypeName: "inet6"}
+	want := UserVar{Name: "u", Type: UserVarInt, Charset: 8, Value: littleEndian64(1), Unsigned: true, DataTypeName: "inet6"}
 	if !reflect.DeepEqual(v, want) {
 		t.Fatalf("got %+v", v)
 	}
@@ -519,22 +544,22 @@ func TestDecodeUserVarErrors(t *testing.T) {
 	}{
 		{"empty", nil, "truncated"},
 		{"empty_name", nullUserVarEvent(""), "empty name"},
-		{"name_truncated", concat(le32(10), []byte("abc")), "truncated"},
-		{"no_null_flag", concat(le32(1), []byte("a")), "truncated"},
-		{"header_truncated", concat(le32(1), []byte("a"), []byte{0, 2, 8}), "truncated"},
-		{"value_truncated", concat(le32(1), []byte("a"), []byte{0, 0}, le32(8), le32(5), []byte("ab")), "truncated"},
-		{"huge_value_length", concat(le32(1), []byte("a"), []byte{0, 0}, le32(8), le32(math.MaxUint32)), "truncated"},
-		{"huge_name_length", concat(le32(math.MaxUint32), []byte("a")), "truncated"},
+		{"name_truncated", joinBytes(littleEndian32(10), []byte("abc")), "truncated"},
+		{"no_null_flag", joinBytes(littleEndian32(1), []byte("a")), "truncated"},
+		{"header_truncated", joinBytes(littleEndian32(1), []byte("a"), []byte{0, 2, 8}), "truncated"},
+		{"value_truncated", joinBytes(littleEndian32(1), []byte("a"), []byte{0, 0}, littleEndian32(8), littleEndian32(5), []byte("ab")), "truncated"},
+		{"huge_value_length", joinBytes(littleEndian32(1), []byte("a"), []byte{0, 0}, littleEndian32(8), littleEndian32(math.MaxUint32)), "truncated"},
+		{"huge_name_length", joinBytes(littleEndian32(math.MaxUint32), []byte("a")), "truncated"},
 		{"row_type", userVarEvent("a", 3, 8, nil), "unknown value type 3"},
 		{"real_length", userVarEvent("a", UserVarReal, 8, []byte{1, 2, 3, 4}), "real value of 4 bytes"},
-		{"real_nan", userVarEvent("a", UserVarReal, 8, le64(math.Float64bits(math.NaN()))), "no SQL literal"},
+		{"real_nan", userVarEvent("a", UserVarReal, 8, littleEndian64(math.Float64bits(math.NaN()))), "no SQL literal"},
 		{"int_length", userVarEvent("a", UserVarInt, 8, []byte{1}), "integer value of 1 bytes"},
 		{"decimal_short", userVarEvent("a", UserVarDecimal, 8, []byte{5}), "decimal value of 1 bytes"},
 		{"decimal_scale", userVarEvent("a", UserVarDecimal, 8, []byte{2, 3, 0x80, 0, 0}), "out of range"},
 		{"decimal_precision", userVarEvent("a", UserVarDecimal, 8, []byte{66, 0}), "out of range"},
-		{"decimal_size", userVarEvent("a", UserVarDecimal, 8, mustHex(t, "05038c01")), "needs 3 bytes"},
-		{"decimal_digits", userVarEvent("a", UserVarDecimal, 8, mustHex(t, "0900bb9aca00")), "exceeds 9 digits"},
-		{"data_type_name_truncated", userVarEvent("a", UserVarInt, 8, le64(1), 2, 9, 'x'), "data type name truncated"},
+		{"decimal_size", userVarEvent("a", UserVarDecimal, 8, hexBytes(t, "05038c01")), "needs 3 bytes"},
+		{"decimal_digits", userVarEvent("a", UserVarDecimal, 8, hexBytes(t, "0900bb9aca00")), "exceeds 9 digits"},
+		{"data_type_name_truncated", userVarEvent("a", UserVarInt, 8, littleEndian64(1), 2, 9, 'x'), "data type name truncated"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -553,7 +578,7 @@ func FuzzDecodeQueryStatusVars(f *testing.F) {
 	for _, tc := range singleStatusVars {
 		f.Add(tc.raw)
 	}
-	f.Add(mustHex(f, "000040000d010000205400000000060373746403030002000421002100080005062b30313a303007040080a02c02"))
+	f.Add(hexBytes(f, "000040000d010000205400000000060373746403030002000421002100080005062b30313a303007040080a02c02"))
 	prev := fullSessionState()
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		s, _ := DecodeQueryStatusVars(raw)
@@ -566,9 +591,9 @@ func FuzzDecodeQueryStatusVars(f *testing.F) {
 func FuzzDecodeUserVar(f *testing.F) {
 	f.Add(nullUserVarEvent("z"))
 	f.Add(userVarEvent("q", UserVarString, 224, []byte("O'Brien – ü😀")))
-	f.Add(userVarEvent("r", UserVarReal, 8, le64(math.Float64bits(1.5))))
-	f.Add(userVarEvent("u", UserVarInt, 8, le64(math.MaxUint64), 1, 2, 1, 'x'))
-	f.Add(userVarEvent("n", UserVarDecimal, 8, mustHex(f, "2a0c807b1b3a0c14149aa4350dfb38d2075bcd15000c")))
+	f.Add(userVarEvent("r", UserVarReal, 8, littleEndian64(math.Float64bits(1.5))))
+	f.Add(userVarEvent("u", UserVarInt, 8, littleEndian64(math.MaxUint64), 1, 2, 1, 'x'))
+	f.Add(userVarEvent("n", UserVarDecimal, 8, hexBytes(f, "2a0c807b1b3a0c14149aa4350dfb38d2075bcd15000c")))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		v, err := DecodeUserVar(body)
 		if err == nil && v.Statement() == "" {
