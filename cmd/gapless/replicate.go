@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"gapless/internal/binlog"
 	"gapless/internal/dburl"
 	"gapless/internal/gtid"
+	"gapless/internal/schedule"
 	"gapless/internal/target"
 )
 
@@ -35,6 +37,9 @@ type replicateFlags struct {
 	progress       time.Duration
 	segmentSize    int64
 	verbose        bool
+	workers        int
+	policy         string
+	commitOrder    string
 }
 
 func newReplicateCmd() *cobra.Command {
@@ -56,6 +61,9 @@ else from the target's @@gtid_slave_pos, else from the source's first binlog.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.source, "source", os.Getenv("GAPLESS_SOURCE"), "source (primary) URL mysql://user:password@host:port (default $GAPLESS_SOURCE)")
 	fl.StringVar(&f.target, "target", os.Getenv("GAPLESS_TARGET"), "target URL mysql://user:password@host:port (default $GAPLESS_TARGET)")
+	fl.IntVar(&f.workers, "workers", 16, "parallel target connections")
+	fl.StringVar(&f.policy, "policy", "writeset", "what may run in parallel: "+strings.Join(schedule.Names, " | "))
+	fl.StringVar(&f.commitOrder, "commit-order", "strict", "strict (commit in source order) | causal (commit once dependencies have)")
 	fl.StringVar(&f.until, "until", "", "stop, exit 0, once this GTID position is applied (e.g. 0-1-51253,1-1-10)")
 	fl.StringVar(&f.start, "start-position", "", "GTID position to start from when the target has none")
 	fl.StringVar(&f.relayDir, "relay-dir", "./gapless-relay", "relay log folder")
@@ -72,6 +80,15 @@ else from the target's @@gtid_slave_pos, else from the source's first binlog.`,
 func runReplicate(ctx context.Context, f replicateFlags) error {
 	if f.source == "" || f.target == "" {
 		return fmt.Errorf("both --source and --target are required (or $GAPLESS_SOURCE and $GAPLESS_TARGET)")
+	}
+	if f.workers < 1 || f.workers > 256 {
+		return fmt.Errorf("--workers %d: want 1 to 256", f.workers)
+	}
+	if !slices.Contains(schedule.Names, f.policy) {
+		return fmt.Errorf("--policy %q: want one of %s", f.policy, strings.Join(schedule.Names, ", "))
+	}
+	if f.commitOrder != string(apply.Strict) && f.commitOrder != string(apply.Causal) {
+		return fmt.Errorf("--commit-order %q: want strict or causal", f.commitOrder)
 	}
 	until, err := parseOptionalPosition("--until", f.until)
 	if err != nil {
@@ -135,13 +152,16 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 			Host: srcCfg.Host, Port: uint16(srcCfg.Port), User: srcCfg.User, Password: srcCfg.Password,
 			ServerID: serverID, Logger: logger,
 		},
-		Relay:   binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize},
-		Target:  tgtDB,
-		Session: target.Options{KeepGTID: writeBinlog, WriteBinlog: writeBinlog},
-		Start:   start,
-		Until:   until,
-		Skip:    skip,
-		Logger:  logger,
+		Relay:       binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize},
+		Target:      tgtDB,
+		Session:     target.Options{KeepGTID: writeBinlog, WriteBinlog: writeBinlog},
+		Workers:     f.workers,
+		Policy:      f.policy,
+		CommitOrder: apply.CommitOrder(f.commitOrder),
+		Start:       start,
+		Until:       until,
+		Skip:        skip,
+		Logger:      logger,
 	}
 	if f.progress > 0 {
 		cfg.ProgressEvery = f.progress
@@ -158,12 +178,14 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 }
 
 func printProgress(p apply.Progress) {
-	conn := ""
-	if !p.Connected {
-		conn = ""
+	busy := 0
+	for _, w := range p.Workers {
+		if w.State != apply.StateIdle {
+			busy++
+		}
 	}
-	fmt.Printf("applied %d (%.0f/s)  behind %d txns, %.1f s  position %s%s\n",
-		p.Applied, p.PerSecond, p.Behind, p.LagSeconds, emptyAsNone(p.Position.String()), conn)
+	fmt.Printf("applied %d (%.0f/s)  behind %d txns, %.1f s  position %s  workers busy %d/%d\n",
+		p.Applied, p.PerSecond, p.Behind, p.LagSeconds, emptyAsNone(p.Position.String()), busy, len(p.Workers))
 }
 
 func emptyAsNone(s string) string {

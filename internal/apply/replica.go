@@ -1,14 +1,20 @@
-// Package apply runs the replica: it wires receiver, relay log, decoder and
-// workers together and decides when to stop.
+// Package apply runs the replica: it wires receiver, relay log, decoder,
+// coordinator and workers together and decides when to stop.
+//
+// The coordinator gives every transaction a group index in relay-log order,
+// asks the policy what it depends on, and hands it to an idle worker; the
+// worker waits for those dependencies itself, so a transaction that must wait
+// never holds back an independent one behind it (up to --workers of them are
+// in flight).
 //
 // Invariants:
 //   - the position on the target is the truth: the run starts from it, and
 //     the relay log is used only when it continues that position;
-//   - a transaction is handed to a worker only after every transaction before
-//     it in relay-log order committed (one worker for now), so the target only
-//     shows states the source had;
-//   - a stop (signal, --until) lets the transaction in flight commit and
-//     starts no other.
+//   - strict commit order: transactions commit in group-index order, so the
+//     target only shows states the source had; causal: a transaction commits
+//     once its dependencies have, and the checkpoint rows record the gaps;
+//   - a stop lets every transaction up to the highest one a worker has
+//     started commit (the nearest gap-less point), and drops the rest.
 package apply
 
 import (
@@ -25,16 +31,32 @@ import (
 	"gapless/internal/binlog"
 	"gapless/internal/checkpoint"
 	"gapless/internal/gtid"
+	"gapless/internal/schedule"
 	"gapless/internal/target"
 )
 
+// CommitOrder says when a transaction may commit.
+type CommitOrder string
+
+const (
+	Strict CommitOrder = "strict"
+	Causal CommitOrder = "causal"
+)
+
+// causalWindow bounds how far past the gap-less position causal commit order
+// runs, which bounds the gaps a checkpoint row lists.
+const causalWindow = 256
+
 // Config is everything a replica run needs.
 type Config struct {
-	Stream   string
-	Receiver binlog.ReceiverConfig
-	Relay    binlog.RelayOptions
-	Target   *sql.DB
-	Session  target.Options
+	Stream      string
+	Receiver    binlog.ReceiverConfig
+	Relay       binlog.RelayOptions
+	Target      *sql.DB
+	Session     target.Options
+	Workers     int
+	Policy      string
+	CommitOrder CommitOrder
 	// Start is the position to start from when the target has none.
 	Start *gtid.MariaDBPosition
 	// Until stops the run, gap-less, once it is applied.
@@ -49,14 +71,13 @@ type Config struct {
 
 // Progress is a snapshot of a run.
 type Progress struct {
-	Applied     int64                // transactions applied in this run
-	PerSecond   float64              // over the last interval
-	Behind      uint64               // transactions received but not applied
-	LagSeconds  float64              // age of the oldest unapplied transaction's predecessor, 0 when caught up
-	Position    gtid.MariaDBPosition // applied position
-	Received    gtid.MariaDBPosition // end of the relay log
-	Connected   bool
-	WorkerState WorkerState
+	Applied    int64                // transactions applied in this run
+	PerSecond  float64              // over the last interval
+	Behind     uint64               // transactions received but not applied
+	LagSeconds float64              // now minus the source time of the last applied transaction, 0 when caught up
+	Position   gtid.MariaDBPosition // gap-less applied position
+	Received   gtid.MariaDBPosition // end of the relay log
+	Workers    []WorkerStatus
 }
 
 // Result says where a run ended.
@@ -68,19 +89,21 @@ type Result struct {
 
 // Replica is one run of gapless replicate.
 type Replica struct {
-	cfg   Config
-	log   *slog.Logger
-	store *checkpoint.Store
+	cfg     Config
+	log     *slog.Logger
+	store   *checkpoint.Store
+	clog    *commitLog
+	workers []*worker
+	applied atomic.Int64
 
 	mu         sync.Mutex
-	position   gtid.MariaDBPosition
+	position   gtid.MariaDBPosition // gap-less applied position
+	positionGI int64                // group index position stands at
 	lastSource time.Time
-	state      WorkerState
-	applied    atomic.Int64
 }
 
-// Run replicates until ctx ends (a stop: the transaction in flight commits
-// first), Until is applied, or an error that retrying cannot mend.
+// Run replicates until ctx ends (a stop), Until is applied, or an error that
+// retrying cannot mend.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -88,11 +111,26 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = time.Second
 	}
-	r := &Replica{cfg: cfg, log: cfg.Logger, state: StateIdle}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 1
+	}
+	if cfg.Policy == "" {
+		cfg.Policy = "writeset"
+	}
+	if cfg.CommitOrder == "" {
+		cfg.CommitOrder = Strict
+	}
+	if cfg.CommitOrder != Strict && cfg.CommitOrder != Causal {
+		return Result{}, fmt.Errorf("unknown commit order %q: want strict or causal", cfg.CommitOrder)
+	}
+	r := &Replica{cfg: cfg, log: cfg.Logger}
 	return r.run(ctx)
 }
 
 func (r *Replica) run(ctx context.Context) (Result, error) {
+	if _, err := schedule.New(r.cfg.Policy, newTargetCatalog(r.cfg.Target)); err != nil {
+		return Result{}, err
+	}
 	lock, err := checkpoint.AcquireLock(ctx, r.cfg.Target, r.cfg.Stream)
 	if err != nil {
 		return Result{}, err
@@ -102,20 +140,20 @@ func (r *Replica) run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	pos, err := r.store.Position(ctx)
+	applied, err := r.store.Applied(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	if pos.IsEmpty() && r.cfg.Start != nil {
+	if applied.Position.IsEmpty() && len(applied.Extra) == 0 && r.cfg.Start != nil {
 		if err := r.store.Seed(ctx, *r.cfg.Start); err != nil {
 			return Result{}, err
 		}
-		pos = r.cfg.Start.Clone()
+		applied.Position = r.cfg.Start.Clone()
 	}
-	r.position = pos
-	r.log.Info("starting", "stream", r.cfg.Stream, "position", pos.String())
+	r.position = applied.Position
+	r.log.Info("starting", "stream", r.cfg.Stream, "position", applied.Position.String(), "applied past gaps", len(applied.Extra))
 	if r.untilReached() {
-		return Result{Position: pos, Reason: "until reached"}, nil
+		return Result{Position: r.position, Reason: "until reached"}, nil
 	}
 
 	relay, err := binlog.OpenRelay(r.cfg.Relay)
@@ -124,14 +162,11 @@ func (r *Replica) run(ctx context.Context) (Result, error) {
 	}
 	defer relay.Close()
 
-	w := &worker{slot: 0, db: r.cfg.Target, opts: r.cfg.Session, store: r.store, log: r.log}
-	defer w.close()
-
 	stopProgress := r.reportProgress(relay)
 	defer stopProgress()
 
 	for {
-		res, err := r.session(ctx, relay, w)
+		res, err := r.session(ctx, relay)
 		if errors.Is(err, binlog.ErrCorruptRelay) {
 			r.log.Warn("relay log is corrupt; fetching its events again from the source", "error", err)
 			continue
@@ -140,24 +175,34 @@ func (r *Replica) run(ctx context.Context) (Result, error) {
 	}
 }
 
-// session runs receiver, decoder and worker until one of them ends the run.
-func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog, w *worker) (Result, error) {
-	applied := r.currentPosition()
-	if !relay.Continues(applied) {
-		if err := relay.Reset(applied); err != nil {
+// session runs receiver, decoder, coordinator and workers until the run ends.
+func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, error) {
+	applied, err := r.store.Applied(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	if !relay.Continues(applied.Position) {
+		if err := relay.Reset(applied.Position); err != nil {
 			return Result{}, err
 		}
 	}
+	catalog := newTargetCatalog(r.cfg.Target)
+	policy, err := schedule.New(r.cfg.Policy, catalog)
+	if err != nil {
+		return Result{}, err
+	}
+	if ws, ok := policy.(*schedule.Writeset); ok {
+		ws.Warn = func(msg string) { r.log.Warn(msg) }
+	}
+
 	pipeCtx, cancelPipe := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelPipe()
-
 	receiver := binlog.NewReceiver(r.cfg.Receiver, relay)
 	recvErr := make(chan error, 1)
 	go func() { recvErr <- receiver.Run(pipeCtx) }()
-
 	decoder := binlog.NewDecoder(relay, applied)
 	defer decoder.Close()
-	txns := make(chan *binlog.Transaction, 64)
+	txns := make(chan *binlog.Transaction, 256)
 	decErr := make(chan error, 1)
 	go func() {
 		defer close(txns)
@@ -176,52 +221,163 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog, w *worker
 		}
 	}()
 
+	r.clog = newCommitLog()
+	r.mu.Lock()
+	r.positionGI = 0
+	r.mu.Unlock()
+	done := make(chan result, r.cfg.Workers)
+	workers := make([]*worker, r.cfg.Workers)
+	var wg sync.WaitGroup
+	idle := make([]*worker, 0, r.cfg.Workers)
+	for i := range workers {
+		w := newWorker(r, i)
+		workers[i] = w
+		idle = append(idle, w)
+		wg.Add(1)
+		go func() { defer wg.Done(); w.loop(ctx, done) }()
+	}
+	r.mu.Lock()
+	r.workers = workers
+	r.mu.Unlock()
+	defer func() {
+		for _, w := range workers {
+			close(w.jobs)
+		}
+		wg.Wait()
+	}()
+	stopWatchdog := r.watchdog()
+	defer stopWatchdog()
+
 	skip := make(map[gtid.MariaDBGTID]bool, len(r.cfg.Skip))
 	for _, g := range r.cfg.Skip {
 		skip[g] = true
 	}
-	finish := func(reason string) (Result, error) {
-		cancelPipe()
-		<-recvErr
-		return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Reason: reason}, nil
-	}
+	var (
+		gi        int64
+		inflight  = map[int64]*job{}
+		committed = map[int64]*binlog.Transaction{}
+		barrier   int64 // a DDL in flight: admit nothing until it commits
+		stopping  bool
+		reason    string
+		runErr    error
+		stopped   = ctx.Done()
+	)
+	received := recvErr // nil once the receiver has ended
 	for {
-		select {
-		case <-ctx.Done():
-			return finish("stopped")
-		case err := <-recvErr:
+		if stopping && len(inflight) == 0 {
 			cancelPipe()
-			return Result{Position: r.currentPosition(), Applied: r.applied.Load()}, err
-		case txn, ok := <-txns:
-			if !ok {
-				err := <-decErr
-				cancelPipe()
+			if received != nil {
 				<-recvErr
-				return Result{Position: r.currentPosition(), Applied: r.applied.Load()}, err
 			}
-			if ctx.Err() != nil {
-				return finish("stopped")
+			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Reason: reason}, runErr
+		}
+		var in <-chan *binlog.Transaction
+		if !stopping && len(idle) > 0 && barrier == 0 {
+			in = txns
+		}
+		select {
+		case <-stopped:
+			stopped = nil
+			stopping, reason = true, "stopped"
+			r.clog.drop(r.highestStarted())
+		case err := <-received:
+			received = nil
+			if !stopping {
+				stopping, runErr = true, err
+				r.clog.drop(r.highestStarted())
+			}
+		case txn, ok := <-in:
+			if !ok {
+				stopping, runErr = true, <-decErr
+				r.clog.drop(r.highestStarted())
+				continue
 			}
 			if txn.Flavor != binlog.FlavorMariaDB {
-				cancelPipe()
-				<-recvErr
-				return Result{}, fmt.Errorf("%s: only MariaDB sources are applied so far", txn)
+				stopping, runErr = true, fmt.Errorf("%s: only MariaDB sources are applied so far", txn)
+				continue
 			}
-			r.setState(StateApplying)
-			err := w.apply(ctx, txn, skip[txn.MariaDB])
-			r.setState(StateIdle)
+			if r.cfg.Until != nil && !r.cfg.Until.Contains(txn.MariaDB) {
+				stopping, reason = true, "until reached"
+				continue
+			}
+			gi++
+			deps, err := policy.Admit(gi, txn)
 			if err != nil {
-				cancelPipe()
-				<-recvErr
-				return Result{Position: r.currentPosition(), Applied: r.applied.Load()}, stopError(err, txn)
+				stopping, runErr = true, fmt.Errorf("schedule %s: %w", txn, err)
+				gi--
+				continue
 			}
-			r.committed(txn)
-			relay.Purge(r.currentPosition())
-			if r.untilReached() {
-				return finish("until reached")
+			j := &job{gi: gi, txn: txn, deps: deps, skip: skip[txn.MariaDB]}
+			inflight[gi] = j
+			w := idle[len(idle)-1]
+			idle = idle[:len(idle)-1]
+			w.jobs <- j
+			if policy.Barrier() {
+				barrier = gi
+			}
+		case res := <-done:
+			idle = append(idle, res.w)
+			delete(inflight, res.job.gi)
+			if res.job.gi == barrier {
+				barrier = 0
+			}
+			switch {
+			case res.err == nil:
+				policy.Committed(res.job.gi)
+				committed[res.job.gi] = res.job.txn
+				r.advance(committed)
+				crashPoint(r.applied.Add(1))
+				relay.Purge(r.currentPosition())
+				if !stopping && r.untilReached() {
+					stopping, reason = true, "until reached"
+				}
+			case errors.Is(res.err, errDropped):
+			default:
+				if !stopping || runErr == nil {
+					runErr = stopError(res.err, res.job.txn)
+				}
+				stopping = true
+				r.clog.drop(res.job.gi - 1)
 			}
 		}
 	}
+}
+
+// highestStarted is the highest group index a worker has begun to execute:
+// the nearest gap-less point a stop can reach without waiting for more.
+func (r *Replica) highestStarted() int64 {
+	high := r.clog.low()
+	for _, w := range r.currentWorkers() {
+		st, gi, _ := w.snapshot()
+		if gi > high && st.State != StateWaitingDeps && st.State != StateIdle {
+			high = gi
+		}
+	}
+	return high
+}
+
+// advance moves the gap-less position over the transactions committed in
+// group-index order.
+func (r *Replica) advance(committed map[int64]*binlog.Transaction) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		txn, ok := committed[r.positionGI+1]
+		if !ok {
+			return
+		}
+		delete(committed, r.positionGI+1)
+		r.positionGI++
+		r.position.Advance(txn.MariaDB)
+		r.lastSource = txn.SourceTime
+	}
+}
+
+// gapless returns the gap-less position and the group index it stands at.
+func (r *Replica) gapless() (int64, gtid.MariaDBPosition) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.positionGI, r.position.Clone()
 }
 
 // stopError adds to a permanent apply error how to get past it.
@@ -233,24 +389,10 @@ func stopError(err error, txn *binlog.Transaction) error {
 	return err
 }
 
-func (r *Replica) committed(txn *binlog.Transaction) {
-	r.mu.Lock()
-	r.position.Advance(txn.MariaDB)
-	r.lastSource = txn.SourceTime
-	r.mu.Unlock()
-	crashPoint(r.applied.Add(1))
-}
-
 func (r *Replica) currentPosition() gtid.MariaDBPosition {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.position.Clone()
-}
-
-func (r *Replica) setState(s WorkerState) {
-	r.mu.Lock()
-	r.state = s
-	r.mu.Unlock()
 }
 
 func (r *Replica) untilReached() bool {
@@ -258,6 +400,23 @@ func (r *Replica) untilReached() bool {
 		return false
 	}
 	return r.currentPosition().Covers(*r.cfg.Until)
+}
+
+func (r *Replica) currentWorkers() []*worker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.workers
+}
+
+// workerStatus returns a snapshot of every worker.
+func (r *Replica) workerStatus() []WorkerStatus {
+	workers := r.currentWorkers()
+	out := make([]WorkerStatus, 0, len(workers))
+	for _, w := range workers {
+		st, _, _ := w.snapshot()
+		out = append(out, st)
+	}
+	return out
 }
 
 // reportProgress calls cfg.Progress every interval until the returned func is called.
@@ -283,9 +442,9 @@ func (r *Replica) reportProgress(relay *binlog.RelayLog) func() {
 				last, lastAt = n, now
 				r.mu.Lock()
 				p.Position = r.position.Clone()
-				p.WorkerState = r.state
 				lastSource := r.lastSource
 				r.mu.Unlock()
+				p.Workers = r.workerStatus()
 				p.Behind = behind(p.Received, p.Position)
 				if p.Behind > 0 && !lastSource.IsZero() {
 					p.LagSeconds = max(0, now.Sub(lastSource).Seconds())
@@ -302,12 +461,12 @@ func (r *Replica) reportProgress(relay *binlog.RelayLog) func() {
 func behind(received, applied gtid.MariaDBPosition) uint64 {
 	var n uint64
 	for _, d := range received.Domains() {
-		r, _ := received.Get(d)
+		rec, _ := received.Get(d)
 		a, ok := applied.Get(d)
 		if !ok {
-			n += r.Seq
-		} else if r.Seq > a.Seq {
-			n += r.Seq - a.Seq
+			n += rec.Seq
+		} else if rec.Seq > a.Seq {
+			n += rec.Seq - a.Seq
 		}
 	}
 	return n

@@ -1,7 +1,12 @@
-// worker.go is one applier connection: it applies a transaction and its
-// position in one target transaction, retries what may succeed on a second
-// try, and after a lost connection asks the checkpoint whether the commit in
-// flight happened before trying again, so nothing is applied twice.
+// worker.go is one applier connection. A worker takes one transaction at a
+// time from the coordinator: it waits for the transactions the policy says
+// it depends on, executes it with its checkpoint row in one target
+// transaction, waits for its turn under strict commit order, and commits.
+//
+// Exactly once: the checkpoint row commits with the data; when the
+// connection dies during a commit, the worker reads the checkpoint back
+// before trying again. A transaction rolled back for any reason is simply
+// executed again: nothing of it is left on the target.
 package apply
 
 import (
@@ -10,10 +15,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"gapless/internal/binlog"
-	"gapless/internal/checkpoint"
+	"gapless/internal/gtid"
 	"gapless/internal/target"
 )
 
@@ -26,45 +32,122 @@ const maxRetries = 10
 type WorkerState string
 
 const (
-	StateIdle     WorkerState = "idle"
-	StateApplying WorkerState = "applying"
-	StateRetrying WorkerState = "retrying"
+	StateIdle          WorkerState = "idle"
+	StateWaitingDeps   WorkerState = "waiting for dependencies"
+	StateApplying      WorkerState = "applying"
+	StateWaitingCommit WorkerState = "waiting for prior commit"
+	StateRetrying      WorkerState = "retrying"
+	StateReconnecting  WorkerState = "reconnecting"
 )
+
+// WorkerStatus is a snapshot of one worker.
+type WorkerStatus struct {
+	Slot  int
+	State WorkerState
+	GTID  string // the transaction it holds, "" when idle
+	Since time.Time
+}
+
+type job struct {
+	gi   int64
+	txn  *binlog.Transaction
+	deps []int64
+	skip bool
+}
+
+type result struct {
+	w   *worker
+	job *job
+	err error
+}
 
 type worker struct {
 	slot    int
+	replica *Replica
 	db      *sql.DB
 	opts    target.Options
-	store   *checkpoint.Store
-	session *target.Session
 	log     *slog.Logger
+
+	session *target.Session
+	connID  int64
+	jobs    chan *job
+	yield   chan struct{} // the watchdog asks the worker to roll back and retry at its turn
+	// mine lists the transactions this worker committed above the gap-less
+	// position (causal commit order), for its checkpoint row.
+	mine []committedTxn
+
+	mu     sync.Mutex
+	status WorkerStatus
+	gi     int64 // group index of the transaction held
 }
 
-func (w *worker) connect(ctx context.Context) error {
-	if w.session != nil {
-		w.session.Close()
-		w.session = nil
+type committedTxn struct {
+	gi   int64
+	gtid gtid.MariaDBGTID
+}
+
+func newWorker(r *Replica, slot int) *worker {
+	return &worker{
+		slot: slot, replica: r, db: r.cfg.Target, opts: r.cfg.Session, log: r.log,
+		jobs: make(chan *job, 1), yield: make(chan struct{}, 1),
+		status: WorkerStatus{Slot: slot, State: StateIdle, Since: time.Now()},
 	}
-	s, err := target.Open(ctx, w.db, w.opts)
-	if err != nil {
+}
+
+func (w *worker) setState(s WorkerState, j *job) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.status.State = s
+	w.status.Since = time.Now()
+	w.status.GTID = ""
+	w.gi = 0
+	if j != nil {
+		w.status.GTID = j.txn.GTID()
+		w.gi = j.gi
+	}
+}
+
+func (w *worker) snapshot() (WorkerStatus, int64, int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.status, w.gi, w.connID
+}
+
+// loop applies jobs until the channel closes.
+func (w *worker) loop(ctx context.Context, done chan<- result) {
+	for j := range w.jobs {
+		err := w.apply(ctx, j)
+		w.setState(StateIdle, nil)
+		done <- result{w: w, job: j, err: err}
+	}
+	w.close()
+}
+
+// apply runs one job to its commit, or to errDropped when a stop or an
+// error stop comes first.
+func (w *worker) apply(ctx context.Context, j *job) error {
+	clog := w.replica.clog
+	strict := w.replica.cfg.CommitOrder == Strict
+	// The transaction in flight always finishes; only waits end early.
+	run := context.WithoutCancel(ctx)
+	w.setState(StateWaitingDeps, j)
+	if err := clog.waitDeps(run, j.gi, j.deps); err != nil {
 		return err
 	}
-	w.session = s
-	return nil
-}
-
-// apply applies txn exactly once. stop ends the wait for a lost target; the
-// transaction in flight itself always runs to its end.
-func (w *worker) apply(ctx context.Context, txn *binlog.Transaction, skip bool) error {
-	run := context.WithoutCancel(ctx)
+	if !strict {
+		if err := clog.waitWindow(run, j.gi, causalWindow); err != nil {
+			return err
+		}
+	}
 	retries := 0
 	for {
 		if w.session == nil {
+			w.setState(StateReconnecting, j)
 			if err := w.reconnect(ctx); err != nil {
 				return err
 			}
 			// The connection may have died during a commit: the checkpoint knows.
-			done, err := w.applied(run, txn)
+			done, err := w.applied(run, j.txn)
 			if err != nil {
 				w.log.Warn("cannot read the position back; reconnecting", "error", err)
 				w.close()
@@ -72,17 +155,45 @@ func (w *worker) apply(ctx context.Context, txn *binlog.Transaction, skip bool) 
 				continue
 			}
 			if done {
+				clog.commit(j.gi)
+				w.remember(j)
 				return nil
 			}
 		}
+		w.setState(StateApplying, j)
+		stmt := w.checkpointStatement(j)
 		var err error
-		stmt := w.store.Statement(w.slot, txn.MariaDB, txn.SourceTime)
-		if skip {
-			err = w.session.Skip(run, txn, stmt)
-		} else {
-			err = w.session.Apply(run, txn, stmt)
+		if !j.skip {
+			err = w.session.Execute(run, j.txn, stmt)
+		}
+		if err == nil && strict {
+			w.drainYield()
+			w.setState(StateWaitingCommit, j)
+			err = clog.waitTurn(run, j.gi, w.yield)
+			switch {
+			case errors.Is(err, errYield):
+				w.log.Info("rolled back to let an earlier transaction take its lock", "gtid", j.txn.GTID())
+				w.session.Rollback(run)
+				w.setState(StateRetrying, j)
+				if err := clog.waitTurn(run, j.gi, nil); err != nil {
+					return err
+				}
+				continue
+			case err != nil:
+				w.session.Rollback(run)
+				return err
+			}
 		}
 		if err == nil {
+			if j.skip {
+				err = w.session.Skip(run, j.txn, stmt)
+			} else {
+				err = w.session.Commit(run, j.txn)
+			}
+		}
+		if err == nil {
+			clog.commit(j.gi)
+			w.remember(j)
 			return nil
 		}
 		var ae *target.ApplyError
@@ -90,19 +201,70 @@ func (w *worker) apply(ctx context.Context, txn *binlog.Transaction, skip bool) 
 			return err
 		}
 		if target.Lost(ae.Err) {
-			w.log.Warn("target connection lost; reconnecting", "gtid", txn.GTID(), "error", ae.Err)
-			w.session.Close()
-			w.session = nil
+			w.log.Warn("target connection lost; reconnecting", "gtid", j.txn.GTID(), "error", ae.Err)
+			w.close()
 			continue
 		}
 		if ae.Transient() && retries < maxRetries {
 			retries++
-			w.log.Info("retrying after a transient target error", "gtid", txn.GTID(), "error", ae.Message, "retry", retries)
-			time.Sleep(time.Duration(retries) * 10 * time.Millisecond)
+			w.setState(StateRetrying, j)
+			w.log.Info("retrying after a transient target error", "gtid", j.txn.GTID(), "error", ae.Message, "retry", retries)
+			time.Sleep(time.Duration(retries) * 5 * time.Millisecond)
 			continue
 		}
 		return ae
 	}
+}
+
+func (w *worker) drainYield() {
+	select {
+	case <-w.yield:
+	default:
+	}
+}
+
+// checkpointStatement is the position row the job's transaction writes.
+func (w *worker) checkpointStatement(j *job) string {
+	store := w.replica.store
+	if w.replica.cfg.CommitOrder == Strict {
+		return store.Statement(w.slot, j.txn.MariaDB, j.txn.SourceTime)
+	}
+	lowGI, low := w.replica.gapless()
+	kept := w.mine[:0]
+	for _, m := range w.mine {
+		if m.gi > lowGI {
+			kept = append(kept, m)
+		}
+	}
+	w.mine = kept
+	above := make([]gtid.MariaDBGTID, len(w.mine))
+	for i, m := range w.mine {
+		above[i] = m.gtid
+	}
+	return store.CausalStatement(w.slot, j.txn.MariaDB, j.txn.SourceTime, low, above)
+}
+
+func (w *worker) remember(j *job) {
+	if w.replica.cfg.CommitOrder == Causal {
+		w.mine = append(w.mine, committedTxn{gi: j.gi, gtid: j.txn.MariaDB})
+	}
+}
+
+func (w *worker) connect(ctx context.Context) error {
+	w.close()
+	s, err := target.Open(ctx, w.db, w.opts)
+	if err != nil {
+		return err
+	}
+	var id int64
+	if err := s.Conn().QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		s.Close()
+		return fmt.Errorf("target: %w", err)
+	}
+	w.mu.Lock()
+	w.session, w.connID = s, id
+	w.mu.Unlock()
+	return nil
 }
 
 // reconnect waits for the target with backoff until it answers or ctx ends.
@@ -126,16 +288,19 @@ func (w *worker) reconnect(ctx context.Context) error {
 }
 
 func (w *worker) applied(ctx context.Context, txn *binlog.Transaction) (bool, error) {
-	pos, err := w.store.Position(ctx)
+	a, err := w.replica.store.Applied(ctx)
 	if err != nil {
 		return false, err
 	}
-	return pos.Contains(txn.MariaDB), nil
+	return a.Contains(txn.MariaDB), nil
 }
 
 func (w *worker) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.session != nil {
 		w.session.Close()
 		w.session = nil
+		w.connID = 0
 	}
 }

@@ -14,10 +14,15 @@ import (
 	"gapless/internal/gtid"
 )
 
+// Applied says which transactions the target holds already.
+type Applied interface {
+	Contains(gtid.MariaDBGTID) bool
+}
+
 // Decoder reads a relay log and emits Transactions.
 type Decoder struct {
 	reader  *RelayReader
-	applied gtid.MariaDBPosition
+	applied Applied
 	format  Event
 	groups  groupTracker
 	txn     *Transaction
@@ -25,8 +30,8 @@ type Decoder struct {
 
 // NewDecoder decodes the relay log from its start, skipping every group that
 // applied already contains.
-func NewDecoder(log *RelayLog, applied gtid.MariaDBPosition) *Decoder {
-	return &Decoder{reader: log.NewReader(), applied: applied.Clone()}
+func NewDecoder(log *RelayLog, applied Applied) *Decoder {
+	return &Decoder{reader: log.NewReader(), applied: applied}
 }
 
 // Close releases the relay log reader.

@@ -9,8 +9,14 @@
 //   - the table holds streams x domains x workers rows however many
 //     transactions are applied (it never grows with the history).
 //
-// Under strict commit order the position of a domain is the row with the
-// highest sequence number among its slots.
+// Under strict commit order every committed transaction is gap-less, and the
+// position of a domain is the highest sequence number among its slots' rows.
+// Under causal commit order a transaction may commit while an earlier one has
+// not (a gap); its row then also records the gap-less position at that moment
+// (low_water) and the transactions its slot committed above it (above), so a
+// restart knows exactly which transactions past the gap-less position are
+// applied already. A slot commits at most a bounded window above low_water, so
+// above stays short.
 package checkpoint
 
 import (
@@ -36,6 +42,8 @@ const createTable = `CREATE TABLE IF NOT EXISTS ` + Schema + `.checkpoint (
   seq_no      BIGINT UNSIGNED  NOT NULL,
   source_time BIGINT           NOT NULL COMMENT 'unix seconds the source wrote the transaction',
   applied_at  DATETIME(6)      NOT NULL COMMENT 'UTC time the target committed it',
+  low_water   VARCHAR(2048)    NOT NULL DEFAULT '' COMMENT 'causal order: gap-less position when the row was written',
+  above       TEXT             NULL COMMENT 'causal order: GTIDs this slot committed above low_water',
   PRIMARY KEY (stream, domain_id, slot)
 ) ENGINE=InnoDB COMMENT='gapless: applied position, written with the data'`
 
@@ -86,36 +94,85 @@ func Open(ctx context.Context, db *sql.DB, stream string, binlogged bool) (*Stor
 // Stream is the stream's name.
 func (s *Store) Stream() string { return s.stream }
 
-// Position reads the applied position of the stream; empty when nothing was ever applied.
-func (s *Store) Position(ctx context.Context) (gtid.MariaDBPosition, error) {
-	rows, err := s.db.QueryContext(ctx,
-		"SELECT domain_id, server_id, seq_no FROM "+Schema+".checkpoint WHERE stream = ? ORDER BY domain_id, seq_no", s.stream)
+// Applied is what the target holds of a stream: everything up to the
+// gap-less Position, and the Extra transactions above it that causal commit
+// order applied ahead of a gap.
+type Applied struct {
+	Position gtid.MariaDBPosition
+	Extra    map[gtid.MariaDBGTID]bool
+}
+
+// Contains reports whether g is applied.
+func (a Applied) Contains(g gtid.MariaDBGTID) bool {
+	return a.Position.Contains(g) || a.Extra[g]
+}
+
+// Applied reads what the target holds of the stream.
+func (s *Store) Applied(ctx context.Context) (Applied, error) {
+	rows, err := s.Rows(ctx)
 	if err != nil {
-		return gtid.MariaDBPosition{}, fmt.Errorf("target: read the applied position: %w", err)
+		return Applied{}, err
 	}
-	defer rows.Close()
-	var pos gtid.MariaDBPosition
-	for rows.Next() {
-		var g gtid.MariaDBGTID
-		if err := rows.Scan(&g.Domain, &g.Server, &g.Seq); err != nil {
-			return gtid.MariaDBPosition{}, fmt.Errorf("target: read the applied position: %w", err)
-		}
-		if have, ok := pos.Get(g.Domain); !ok || g.Seq >= have.Seq {
-			pos.Advance(g)
+	a := Applied{Extra: map[gtid.MariaDBGTID]bool{}}
+	raise := func(g gtid.MariaDBGTID) {
+		if have, ok := a.Position.Get(g.Domain); !ok || g.Seq > have.Seq {
+			a.Position.Advance(g)
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return gtid.MariaDBPosition{}, fmt.Errorf("target: read the applied position: %w", err)
+	for _, r := range rows {
+		if r.LowWater == nil {
+			raise(r.GTID)
+			continue
+		}
+		for _, d := range r.LowWater.Domains() {
+			g, _ := r.LowWater.Get(d)
+			raise(g)
+		}
+		a.Extra[r.GTID] = true
+		for _, g := range r.Above {
+			a.Extra[g] = true
+		}
 	}
-	return pos, nil
+	for g := range a.Extra {
+		if a.Position.Contains(g) {
+			delete(a.Extra, g)
+		}
+	}
+	return a, nil
+}
+
+// Position reads the gap-less applied position of the stream; empty when nothing was ever applied.
+func (s *Store) Position(ctx context.Context) (gtid.MariaDBPosition, error) {
+	a, err := s.Applied(ctx)
+	return a.Position, err
 }
 
 // Statement is the SQL a worker runs inside the transaction that applies g.
 func (s *Store) Statement(slot int, g gtid.MariaDBGTID, sourceTime time.Time) string {
-	return fmt.Sprintf("INSERT INTO %s.checkpoint (stream, domain_id, slot, server_id, seq_no, source_time, applied_at) "+
-		"VALUES (%s, %d, %d, %d, %d, %d, '%s') ON DUPLICATE KEY UPDATE "+
-		"server_id = VALUES(server_id), seq_no = VALUES(seq_no), source_time = VALUES(source_time), applied_at = VALUES(applied_at)",
-		Schema, quote(s.stream), g.Domain, slot, g.Server, g.Seq, sourceTime.Unix(), time.Now().UTC().Format("2006-01-02 15:04:05.000000"))
+	return s.statement(slot, g, sourceTime, "''", "NULL")
+}
+
+// CausalStatement is Statement under causal commit order: it also records
+// the gap-less position and the slot's transactions committed above it.
+func (s *Store) CausalStatement(slot int, g gtid.MariaDBGTID, sourceTime time.Time, lowWater gtid.MariaDBPosition, above []gtid.MariaDBGTID) string {
+	list := make([]string, len(above))
+	for i, a := range above {
+		list[i] = a.String()
+	}
+	lw := lowWater.String()
+	if lw == "" {
+		lw = "-" // nothing gap-less yet, but the row is a causal one
+	}
+	return s.statement(slot, g, sourceTime, quote(lw), quote(strings.Join(list, ",")))
+}
+
+func (s *Store) statement(slot int, g gtid.MariaDBGTID, sourceTime time.Time, lowWater, above string) string {
+	return fmt.Sprintf("INSERT INTO %s.checkpoint (stream, domain_id, slot, server_id, seq_no, source_time, applied_at, low_water, above) "+
+		"VALUES (%s, %d, %d, %d, %d, %d, '%s', %s, %s) ON DUPLICATE KEY UPDATE "+
+		"server_id = VALUES(server_id), seq_no = VALUES(seq_no), source_time = VALUES(source_time), "+
+		"applied_at = VALUES(applied_at), low_water = VALUES(low_water), above = VALUES(above)",
+		Schema, quote(s.stream), g.Domain, slot, g.Server, g.Seq, sourceTime.Unix(),
+		time.Now().UTC().Format("2006-01-02 15:04:05.000000"), lowWater, above)
 }
 
 // Seed records start as the stream's position (slot 0) unless a position exists already.
@@ -139,19 +196,21 @@ func (s *Store) Seed(ctx context.Context, start gtid.MariaDBPosition) error {
 	return nil
 }
 
-// Row is one position row, for status reports.
+// Row is one position row.
 type Row struct {
 	Domain     uint32
 	Slot       int
 	GTID       gtid.MariaDBGTID
 	SourceTime time.Time
 	AppliedAt  time.Time
+	LowWater   *gtid.MariaDBPosition // nil for a row written under strict commit order
+	Above      []gtid.MariaDBGTID
 }
 
 // Rows lists the stream's position rows.
 func (s *Store) Rows(ctx context.Context) ([]Row, error) {
 	rows, err := s.db.QueryContext(ctx,
-		"SELECT domain_id, slot, server_id, seq_no, source_time, applied_at FROM "+Schema+".checkpoint WHERE stream = ? ORDER BY domain_id, slot", s.stream)
+		"SELECT domain_id, slot, server_id, seq_no, source_time, applied_at, low_water, COALESCE(above, '') FROM "+Schema+".checkpoint WHERE stream = ? ORDER BY domain_id, slot", s.stream)
 	if err != nil {
 		return nil, fmt.Errorf("target: read %s.checkpoint: %w", Schema, err)
 	}
@@ -160,11 +219,30 @@ func (s *Store) Rows(ctx context.Context) ([]Row, error) {
 	for rows.Next() {
 		var r Row
 		var src int64
-		var applied string
-		if err := rows.Scan(&r.Domain, &r.Slot, &r.GTID.Server, &r.GTID.Seq, &src, &applied); err != nil {
-			return nil, err
+		var applied, lowWater, above string
+		if err := rows.Scan(&r.Domain, &r.Slot, &r.GTID.Server, &r.GTID.Seq, &src, &applied, &lowWater, &above); err != nil {
+			return nil, fmt.Errorf("target: read %s.checkpoint: %w", Schema, err)
 		}
 		r.GTID.Domain = r.Domain
+		if lowWater != "" {
+			lw := gtid.MariaDBPosition{}
+			if lowWater != "-" {
+				if lw, err = gtid.ParseMariaDBPosition(lowWater); err != nil {
+					return nil, fmt.Errorf("target: %s.checkpoint: low_water %q: %w", Schema, lowWater, err)
+				}
+			}
+			r.LowWater = &lw
+		}
+		for _, a := range strings.Split(above, ",") {
+			if a == "" {
+				continue
+			}
+			g, err := gtid.ParseMariaDBGTID(a)
+			if err != nil {
+				return nil, fmt.Errorf("target: %s.checkpoint: above %q: %w", Schema, above, err)
+			}
+			r.Above = append(r.Above, g)
+		}
 		r.SourceTime = time.Unix(src, 0)
 		r.AppliedAt, _ = time.Parse("2006-01-02 15:04:05.999999", applied)
 		out = append(out, r)
@@ -197,7 +275,6 @@ func Streams(ctx context.Context, db *sql.DB) ([]string, error) {
 func quote(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
-
 
 // ForStream reads a stream's position without creating anything.
 func ForStream(db *sql.DB, stream string) *Store { return &Store{db: db, stream: stream} }

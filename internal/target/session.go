@@ -43,6 +43,7 @@ type Session struct {
 	format []byte               // format description the server holds for this session
 	state  *binlog.SessionState // session variables the server holds; nil = unknown
 	db     string               // default database of the session
+	tail   []string             // statements that commit the transaction Execute left open
 }
 
 // Open takes a connection from db and prepares it for applying.
@@ -104,9 +105,19 @@ func (s *Session) Forget() {
 	s.db = ""
 }
 
-// Apply executes txn and, inside the same target transaction, the checkpoint
-// statement. On error the target transaction is rolled back.
+// Apply executes and commits txn, with the checkpoint statement inside the
+// same target transaction. On error the target transaction is rolled back.
 func (s *Session) Apply(ctx context.Context, txn *binlog.Transaction, checkpoint string) error {
+	if err := s.Execute(ctx, txn, checkpoint); err != nil {
+		return err
+	}
+	return s.Commit(ctx, txn)
+}
+
+// Execute runs txn up to its commit, the checkpoint statement included, and
+// leaves the target transaction open for Commit. A standalone statement (DDL)
+// commits on its own here; its checkpoint waits for Commit.
+func (s *Session) Execute(ctx context.Context, txn *binlog.Transaction, checkpoint string) error {
 	if !bytes.Equal(s.format, txn.Format.Raw) {
 		// The server answers a format description BINLOG statement without
 		// saying whether more results follow, so it travels alone.
@@ -119,16 +130,34 @@ func (s *Session) Apply(ctx context.Context, txn *binlog.Transaction, checkpoint
 		}
 		s.format = txn.Format.Raw
 	}
-	script, err := s.script(txn, checkpoint)
+	body, tail, err := s.script(txn, checkpoint)
 	if err != nil {
 		return err
 	}
-	if err := s.run(ctx, script); err != nil {
-		s.Forget()
-		s.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+	s.tail = tail
+	if err := s.run(ctx, body); err != nil {
+		s.Rollback(ctx)
 		return newApplyError(txn, err)
 	}
 	return nil
+}
+
+// Commit ends the transaction Execute left open.
+func (s *Session) Commit(ctx context.Context, txn *binlog.Transaction) error {
+	tail := s.tail
+	s.tail = nil
+	if err := s.run(ctx, tail); err != nil {
+		s.Rollback(ctx)
+		return newApplyError(txn, err)
+	}
+	return nil
+}
+
+// Rollback abandons the open transaction, if any, and forgets the session state.
+func (s *Session) Rollback(ctx context.Context) {
+	s.tail = nil
+	s.Forget()
+	s.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 }
 
 // run sends the statements in as few round trips as the server allows: a
@@ -167,89 +196,122 @@ func (s *Session) run(ctx context.Context, script []string) error {
 	return flush()
 }
 
-// script lists the statements that apply txn.
-func (s *Session) script(txn *binlog.Transaction, checkpoint string) ([]string, error) {
-	var stmts []string
+// script lists the statements that apply txn: body runs it up to its
+// commit, tail commits it. The checkpoint goes right after BEGIN, so it is
+// part of the transaction however the group ends; a group that ends in
+// ROLLBACK (it wrote a non-transactional table) and a standalone statement
+// get their checkpoint in a transaction of their own.
+func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail []string, err error) {
 	if s.opts.KeepGTID && txn.Flavor == binlog.FlavorMariaDB {
-		stmts = append(stmts, fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=%d, @@session.gtid_seq_no=%d",
+		body = append(body, fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=%d, @@session.gtid_seq_no=%d",
 			txn.MariaDB.Domain, txn.MariaDB.Server, txn.MariaDB.Seq))
+	}
+	rolledBack := endsInRollback(txn)
+	begin := func() {
+		body = append(body, "BEGIN")
+		if !rolledBack {
+			body = append(body, checkpoint)
+		}
 	}
 	// A MariaDB GTID event stands for BEGIN unless the group is a standalone statement.
 	begun := txn.Flavor == binlog.FlavorMariaDB && !txn.Has(binlog.FlagStandalone)
 	if begun {
-		stmts = append(stmts, "BEGIN")
+		begin()
 	}
 	rows := rowBatcher{limit: (s.maxStatement - 1024) * 3 / 4}
 	var context []string // statements setting up the next query: INSERT_ID, RAND seeds, user variables
-	committed := false
+	ended := false
 	for _, ev := range txn.Events {
 		switch e := ev.Data.(type) {
 		case *replication.TableMapEvent:
-			stmts = rows.addTableMap(stmts, ev.Raw)
+			body = rows.addTableMap(body, ev.Raw)
 		case *replication.RowsEvent:
-			stmts = rows.addRows(stmts, ev.Raw, e.Flags&replication.RowsEventStmtEndFlag != 0)
+			body = rows.addRows(body, ev.Raw, e.Flags&replication.RowsEventStmtEndFlag != 0)
 		case *replication.XIDEvent:
-			stmts = rows.flush(stmts)
-			stmts = append(stmts, checkpoint, "COMMIT")
-			committed = true
+			body = rows.flush(body)
+			tail = append(tail, "COMMIT")
+			ended = true
 		case *replication.IntVarEvent:
 			context = append(context, binlog.IntVar{Kind: byte(e.Type), Value: e.Value}.Statement())
 		case *replication.QueryEvent:
-			stmts = rows.flush(stmts)
+			body = rows.flush(body)
 			text := strings.TrimSpace(string(e.Query))
 			switch {
 			case strings.EqualFold(text, "COMMIT"):
-				stmts = append(stmts, checkpoint, "COMMIT")
-				committed = true
+				tail = append(tail, "COMMIT")
+				ended = true
 				continue
 			case strings.EqualFold(text, "ROLLBACK"):
-				stmts = append(stmts, "ROLLBACK")
+				tail = append(tail, "ROLLBACK")
+				tail = append(tail, s.ownTransaction(checkpoint)...)
+				ended = true
 				continue
-			case strings.EqualFold(text, "BEGIN") && begun:
+			case strings.EqualFold(text, "BEGIN"):
+				if !begun {
+					begin()
+					begun = true
+				}
 				continue
 			}
 			state, err := binlog.QuerySessionState(ev.Header, e)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", txn, err)
+				return nil, nil, fmt.Errorf("%s: %w", txn, err)
 			}
-			stmts = append(stmts, state.Statements(s.state)...)
-			s.state = &state
+			// autocommit is left as the session has it: the source clears the
+			// bit inside transactions, and setting it would commit ours.
+			state.Flags2Mask = formatFlags2(txn.Format) &^ binlog.Flags2NotAutocommit
+			// USE first: it resets collation_database, which the state sets.
 			if db := string(e.Schema); db != "" && db != s.db && ev.Header.Flags&replication.LOG_EVENT_SUPPRESS_USE_F == 0 {
-				stmts = append(stmts, "USE "+quoteName(db))
+				body = append(body, "USE "+quoteName(db))
 				s.db = db
+				if s.state != nil {
+					s.state.HasCollationDatabase = false
+				}
 			}
-			stmts = append(stmts, context...)
+			body = append(body, state.Statements(s.state)...)
+			s.state = &state
+			body = append(body, context...)
 			context = context[:0]
-			stmts = append(stmts, text)
+			body = append(body, text)
 		case *replication.GenericEvent:
 			switch ev.Header.EventType {
 			case replication.RAND_EVENT:
 				seeds, err := binlog.DecodeRand(e.Data)
 				if err != nil {
-					return nil, fmt.Errorf("%s: %w", txn, err)
+					return nil, nil, fmt.Errorf("%s: %w", txn, err)
 				}
 				context = append(context, seeds.Statement())
 			case replication.USER_VAR_EVENT:
 				v, err := binlog.DecodeUserVar(e.Data)
 				if err != nil {
-					return nil, fmt.Errorf("%s: %w", txn, err)
+					return nil, nil, fmt.Errorf("%s: %w", txn, err)
 				}
 				context = append(context, v.Statement())
 			default:
-				return nil, fmt.Errorf("%s: %s events are not supported", txn, ev.Header.EventType)
+				return nil, nil, fmt.Errorf("%s: %s events are not supported", txn, ev.Header.EventType)
 			}
 		case *replication.MariadbAnnotateRowsEvent, *replication.RowsQueryEvent:
 			// informational: the statement text behind the row events that follow
 		default:
-			return nil, fmt.Errorf("%s: %s events are not supported", txn, ev.Header.EventType)
+			return nil, nil, fmt.Errorf("%s: %s events are not supported", txn, ev.Header.EventType)
 		}
 	}
-	stmts = rows.flush(stmts)
-	if !committed {
+	body = rows.flush(body)
+	if !ended {
 		// A standalone statement (DDL) commits on its own; its position follows.
-		stmts = append(stmts, s.ownTransaction(checkpoint)...)
+		tail = append(tail, s.ownTransaction(checkpoint)...)
 	}
-	return stmts, nil
+	return body, tail, nil
+}
+
+// endsInRollback reports whether the group ends with a ROLLBACK query.
+func endsInRollback(txn *binlog.Transaction) bool {
+	if n := len(txn.Events); n > 0 {
+		if q, ok := txn.Events[n-1].Data.(*replication.QueryEvent); ok {
+			return strings.EqualFold(strings.TrimSpace(string(q.Query)), "ROLLBACK")
+		}
+	}
+	return false
 }
 
 // ownTransaction writes a checkpoint in a target transaction of its own,
@@ -332,6 +394,14 @@ func binlogStatement(events [][]byte) string {
 	return b.String()
 }
 
+// formatFlags2 is which flags2 bits the server that wrote the format description sets.
+func formatFlags2(format binlog.Event) uint32 {
+	if fde, ok := format.Data.(*replication.FormatDescriptionEvent); ok {
+		return binlog.Flags2WrittenBy(fde.ServerVersion)
+	}
+	return binlog.DefaultFlags2Mask
+}
+
 func quoteName(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }
@@ -339,8 +409,7 @@ func quoteName(name string) string {
 // Skip records txn as applied without applying it: only its position is written.
 func (s *Session) Skip(ctx context.Context, txn *binlog.Transaction, checkpoint string) error {
 	if err := s.run(ctx, s.ownTransaction(checkpoint)); err != nil {
-		s.Forget()
-		s.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		s.Rollback(ctx)
 		return newApplyError(txn, err)
 	}
 	return nil

@@ -1,0 +1,139 @@
+// catalog.go reads the keys of the target's tables for the writeset policy.
+// The target is at the same point of history as the applier, so its
+// definitions are the ones the row events were written under; after a DDL
+// (a barrier: nothing runs beside it) the cache is dropped and read again.
+package apply
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+
+	"gapless/internal/schedule"
+)
+
+type tableName struct{ schema, table string }
+
+// targetCatalog implements schedule.Catalog from information_schema.
+type targetCatalog struct {
+	db     *sql.DB
+	tables map[tableName]*schedule.TableInfo
+}
+
+func newTargetCatalog(db *sql.DB) *targetCatalog {
+	return &targetCatalog{db: db, tables: make(map[tableName]*schedule.TableInfo)}
+}
+
+func (c *targetCatalog) Invalidate() { clear(c.tables) }
+
+func (c *targetCatalog) Table(schema, table string) (*schedule.TableInfo, error) {
+	name := tableName{schema, table}
+	if info, ok := c.tables[name]; ok {
+		return info, nil
+	}
+	info, err := c.read(context.Background(), schema, table)
+	if err != nil {
+		return nil, fmt.Errorf("read the keys of %s.%s on the target: %w", schema, table, err)
+	}
+	c.tables[name] = info
+	return info, nil
+}
+
+func (c *targetCatalog) read(ctx context.Context, schema, table string) (*schedule.TableInfo, error) {
+	name := quoteName(schema) + "." + quoteName(table)
+	columns, err := queryRows(ctx, c.db, "SHOW FULL COLUMNS FROM "+name)
+	if err != nil {
+		if code := errorNumber(err); code == 1146 || code == 1049 {
+			return nil, nil // not (yet) on the target
+		}
+		return nil, err
+	}
+	position := map[string]int{}
+	collation := map[string]string{}
+	for i, col := range columns {
+		position[col["Field"]] = i
+		collation[col["Field"]] = strings.ToLower(col["Collation"])
+	}
+	indexes, err := queryRows(ctx, c.db, "SHOW INDEX FROM "+name)
+	if err != nil {
+		return nil, err
+	}
+	info := &schedule.TableInfo{}
+	var key *schedule.UniqueKey
+	for _, ix := range indexes {
+		if ix["Non_unique"] != "0" {
+			continue
+		}
+		if key == nil || key.Name != ix["Key_name"] {
+			info.Keys = append(info.Keys, schedule.UniqueKey{Name: ix["Key_name"]})
+			key = &info.Keys[len(info.Keys)-1]
+		}
+		col := ix["Column_name"]
+		prefix, _ := strconv.Atoi(ix["Sub_part"])
+		coll := collation[col]
+		key.Columns = append(key.Columns, position[col])
+		key.Fold = append(key.Fold, strings.Contains(coll, "_ci") || strings.Contains(coll, "_ai"))
+		key.Pad = append(key.Pad, coll != "" && !strings.Contains(coll, "nopad"))
+		key.Prefix = append(key.Prefix, prefix)
+	}
+	// The primary key first: it is the one a row image cannot lack.
+	sort.SliceStable(info.Keys, func(i, j int) bool { return info.Keys[i].Name == "PRIMARY" && info.Keys[j].Name != "PRIMARY" })
+	var fks int
+	err = c.db.QueryRowContext(ctx, `
+		SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS
+		WHERE (CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?) OR (UNIQUE_CONSTRAINT_SCHEMA = ? AND REFERENCED_TABLE_NAME = ?)`,
+		schema, table, schema, table).Scan(&fks)
+	if err != nil {
+		return nil, err
+	}
+	info.ForeignKeys = fks > 0
+	return info, nil
+}
+
+// queryRows runs a SHOW statement and returns its rows by column name.
+func queryRows(ctx context.Context, db *sql.DB, query string) ([]map[string]string, error) {
+	rows, err := db.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	names, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []map[string]string
+	for rows.Next() {
+		values := make([]sql.NullString, len(names))
+		ptrs := make([]any, len(names))
+		for i := range values {
+			ptrs[i] = &values[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		row := make(map[string]string, len(names))
+		for i, n := range names {
+			row[n] = values[i].String
+		}
+		out = append(out, row)
+	}
+	return out, rows.Err()
+}
+
+func quoteName(name string) string {
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
+
+func errorNumber(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}

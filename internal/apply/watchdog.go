@@ -1,0 +1,96 @@
+// watchdog.go breaks the one wait cycle the target cannot see. Under strict
+// commit order a later transaction that has executed waits, in gapless, for
+// the earlier ones to commit; if it holds a row lock an earlier one needs
+// (a conflict the policy could not see: a gap lock, a trigger, a key gapless
+// does not track), the earlier one waits for it inside InnoDB and neither
+// moves until innodb_lock_wait_timeout. The watchdog looks at the target's
+// lock waits while some worker has been executing for a while, and tells the
+// later transaction to roll back and run again at its turn.
+package apply
+
+import (
+	"context"
+	"time"
+)
+
+const (
+	watchdogEvery = 50 * time.Millisecond
+	// watchdogAfter is how long a worker executes before its lock waits are looked at.
+	watchdogAfter = 100 * time.Millisecond
+)
+
+func (r *Replica) watchdog() func() {
+	if r.cfg.CommitOrder != Strict || r.cfg.Workers < 2 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(watchdogEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				r.breakLockCycles(ctx)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+type heldBy struct {
+	w  *worker
+	gi int64
+}
+
+func (r *Replica) breakLockCycles(ctx context.Context) {
+	byConn := map[int64]heldBy{}
+	slowest := time.Duration(0)
+	waitingCommit := false
+	for _, w := range r.currentWorkers() {
+		st, gi, conn := w.snapshot()
+		switch st.State {
+		case StateApplying:
+			slowest = max(slowest, time.Since(st.Since))
+		case StateWaitingCommit:
+			waitingCommit = true
+		}
+		if conn != 0 && gi != 0 {
+			byConn[conn] = heldBy{w, gi}
+		}
+	}
+	if slowest < watchdogAfter || !waitingCommit {
+		return
+	}
+	rows, err := r.cfg.Target.QueryContext(ctx, `
+		SELECT req.trx_mysql_thread_id, blk.trx_mysql_thread_id
+		FROM information_schema.INNODB_LOCK_WAITS w
+		JOIN information_schema.INNODB_TRX req ON req.trx_id = w.requesting_trx_id
+		JOIN information_schema.INNODB_TRX blk ON blk.trx_id = w.blocking_trx_id`)
+	if err != nil {
+		r.log.Debug("watchdog: cannot read lock waits", "error", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var waiter, blocker int64
+		if rows.Scan(&waiter, &blocker) != nil {
+			continue
+		}
+		a, okA := byConn[waiter]
+		b, okB := byConn[blocker]
+		if !okA || !okB || b.gi <= a.gi {
+			continue
+		}
+		if st, _, _ := b.w.snapshot(); st.State != StateWaitingCommit {
+			continue
+		}
+		select {
+		case b.w.yield <- struct{}{}:
+		default:
+		}
+	}
+}

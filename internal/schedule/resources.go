@@ -1,0 +1,115 @@
+// resources.go is the bookkeeping shared by the policies: named resources a
+// transaction takes shared or exclusively, and the uncommitted transactions
+// that hold them.
+//
+// Invariant: for every resource, exclusive is the newest uncommitted
+// transaction that took it exclusively (0 when none), and shared lists the
+// uncommitted transactions that took it shared since then. A transaction
+// waits for the holders it conflicts with: exclusive waits for both,
+// shared waits for exclusive. Waiting for the newest exclusive holder is
+// enough, since that one waited for the holders before it.
+package schedule
+
+import (
+	"slices"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"gapless/internal/binlog"
+)
+
+type holders struct {
+	exclusive int64
+	shared    []int64
+}
+
+// ledger tracks resources (hashed names) and the uncommitted transactions holding them.
+type ledger struct {
+	resources map[uint64]*holders
+	held      map[int64][]uint64 // gi -> resources it took, for release at commit
+	// uncommitted transactions, in gi order, for barriers
+	uncommitted []int64
+	lastBarrier int64
+}
+
+func newLedger() *ledger {
+	return &ledger{resources: make(map[uint64]*holders), held: make(map[int64][]uint64)}
+}
+
+// take records that gi takes resource r and adds what it must wait for to deps.
+func (l *ledger) take(gi int64, r uint64, exclusive bool, deps Deps) Deps {
+	h := l.resources[r]
+	if h == nil {
+		h = &holders{}
+		l.resources[r] = h
+	}
+	if h.exclusive != 0 && h.exclusive != gi {
+		deps = append(deps, h.exclusive)
+	}
+	if exclusive {
+		for _, s := range h.shared {
+			if s != gi {
+				deps = append(deps, s)
+			}
+		}
+		h.exclusive = gi
+		h.shared = h.shared[:0]
+	} else if len(h.shared) == 0 || h.shared[len(h.shared)-1] != gi {
+		h.shared = append(h.shared, gi)
+	}
+	l.held[gi] = append(l.held[gi], r)
+	return deps
+}
+
+// admit records gi as uncommitted and makes it wait for the last barrier; a
+// barrier waits for every uncommitted transaction.
+func (l *ledger) admit(gi int64, barrier bool, deps Deps) Deps {
+	if barrier {
+		deps = append(deps, l.uncommitted...)
+		l.lastBarrier = gi
+	} else if l.lastBarrier != 0 {
+		deps = append(deps, l.lastBarrier)
+	}
+	l.uncommitted = append(l.uncommitted, gi)
+	return deps
+}
+
+// release forgets gi once committed.
+func (l *ledger) release(gi int64) {
+	for _, r := range l.held[gi] {
+		h := l.resources[r]
+		if h == nil {
+			continue
+		}
+		if h.exclusive == gi {
+			h.exclusive = 0
+		}
+		if i := slices.Index(h.shared, gi); i >= 0 {
+			h.shared = slices.Delete(h.shared, i, i+1)
+		}
+		if h.exclusive == 0 && len(h.shared) == 0 {
+			delete(l.resources, r)
+		}
+	}
+	delete(l.held, gi)
+	if i := slices.Index(l.uncommitted, gi); i >= 0 {
+		l.uncommitted = slices.Delete(l.uncommitted, i, i+1)
+	}
+	if l.lastBarrier == gi {
+		l.lastBarrier = 0
+	}
+}
+
+// tidy sorts deps and drops repeats.
+func tidy(deps Deps) Deps {
+	slices.Sort(deps)
+	return slices.Compact(deps)
+}
+
+func queryText(ev binlog.Event) (string, bool) {
+	q, ok := ev.Data.(*replication.QueryEvent)
+	if !ok {
+		return "", false
+	}
+	return string(q.Query), true
+}
