@@ -23,9 +23,9 @@ const xaPrepareEvent replication.EventType = 38
 type groupState uint8
 
 const (
-	outsideGroup groupState = iota
-	afterGTID               // GTID event seen, waiting for BEGIN or the single statement
-	inTransaction           // BEGIN seen, waiting for the commit
+	outsideGroup  groupState = iota
+	afterGTID                // GTID event seen, waiting for BEGIN or the single statement
+	inTransaction            // BEGIN seen, waiting for the commit
 )
 
 // groupCut is what adding one event did to the group being assembled.

@@ -198,6 +198,5 @@ func quote(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
 
-
 // ForStream reads a stream's position without creating anything.
 func ForStream(db *sql.DB, stream string) *Store { return &Store{db: db, stream: stream} }

@@ -66,7 +66,6 @@ func typesWorkload(t *testing.T, sb *sandboxT) {
 	)
 }
 
-
 func TestReplicateColumnTypesDDLAndLargeTransaction(t *testing.T) {
 	sb := upSandbox(t)
 	typesWorkload(t, sb)
