@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -13,15 +14,19 @@ import (
 	"syscall"
 	"time"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 
 	"gapless/internal/apply"
 	"gapless/internal/binlog"
+	"gapless/internal/checkpoint"
 	"gapless/internal/dburl"
 	"gapless/internal/gtid"
 	"gapless/internal/schedule"
 	"gapless/internal/target"
 )
+
+const urlShape = "mysql://user:password@host:port"
 
 // targetParams are the driver settings every target connection uses.
 var targetParams = map[string]string{"multiStatements": "true", "maxAllowedPacket": "0", "loc": "UTC"}
@@ -78,8 +83,13 @@ else from the target's @@gtid_slave_pos, else from the source's first binlog.`,
 }
 
 func runReplicate(ctx context.Context, f replicateFlags) error {
-	if f.source == "" || f.target == "" {
-		return fmt.Errorf("both --source and --target are required (or $GAPLESS_SOURCE and $GAPLESS_TARGET)")
+	switch {
+	case f.source == "" && f.target == "":
+		return fmt.Errorf("--source and --target are required (or $GAPLESS_SOURCE and $GAPLESS_TARGET)")
+	case f.source == "":
+		return fmt.Errorf("--source is required (or $GAPLESS_SOURCE): the URL of the primary, %s", urlShape)
+	case f.target == "":
+		return fmt.Errorf("--target is required (or $GAPLESS_TARGET): the URL of the server to apply to, %s", urlShape)
 	}
 	if f.workers < 1 || f.workers > 256 {
 		return fmt.Errorf("--workers %d: want 1 to 256", f.workers)
@@ -102,10 +112,19 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	for _, s := range f.skip {
 		g, err := gtid.ParseMariaDBGTID(s)
 		if err != nil {
-			return fmt.Errorf("--skip-gtid: %w", err)
+			return fmt.Errorf("--skip-gtid: %s (want one GTID domain-server-sequence, e.g. 0-1-51253)", strings.TrimPrefix(err.Error(), "gtid: "))
 		}
 		skip = append(skip, g)
 	}
+
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// The driver's own complaints about dropped connections precede a retry;
+	// shown with -v only. Pools take the driver's logger when they are opened.
+	mysqldriver.SetLogger(slog.NewLogLogger(logger.Handler(), slog.LevelInfo))
 
 	srcDB, srcCfg, err := dburl.Open(f.source, nil)
 	if err != nil {
@@ -120,6 +139,9 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		return fmt.Errorf("target: %w", err)
 	}
 	defer tgtDB.Close()
+	if err := checkTargetPrivileges(ctx, tgtDB, tgtCfg); err != nil {
+		return err
+	}
 	writeBinlog, err := targetWritesBinlog(ctx, tgtDB, !f.noTargetBinlog)
 	if err != nil {
 		return err
@@ -137,11 +159,9 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		serverID = 1<<30 | h.Sum32()>>2
 	}
 
-	level := slog.LevelWarn
-	if f.verbose {
-		level = slog.LevelInfo
+	if err := checkRelayDir(f.relayDir); err != nil {
+		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -201,7 +221,7 @@ func parseOptionalPosition(flag, s string) (*gtid.MariaDBPosition, error) {
 	}
 	p, err := gtid.ParseMariaDBPosition(s)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
+		return nil, fmt.Errorf("%s: %s (want one GTID domain-server-sequence per domain, e.g. 0-1-51253,1-1-10)", flag, strings.TrimPrefix(err.Error(), "gtid: "))
 	}
 	return &p, nil
 }
@@ -228,6 +248,57 @@ func checkSource(ctx context.Context, db *sql.DB, cfg dburl.Config) error {
 		return fmt.Errorf("source %s writes binlog_format=STATEMENT; gapless needs ROW or MIXED (SET GLOBAL binlog_format=ROW)", cfg.Addr())
 	}
 	return nil
+}
+
+// checkRelayDir refuses a relay directory that cannot be created or written,
+// before anything is written to the target.
+func checkRelayDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("relay directory %s cannot be created: %v; choose another --relay-dir", dir, err)
+	}
+	probe, err := os.CreateTemp(dir, ".gapless-write-test-")
+	if err != nil {
+		return fmt.Errorf("relay directory %s is not writable: %v; choose another --relay-dir", dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return nil
+}
+
+// checkTargetPrivileges refuses a target user that cannot run the apply
+// session, naming every privilege it lacks, before anything is written to
+// the target. Each probe checks a privilege without changing the session.
+func checkTargetPrivileges(ctx context.Context, db *sql.DB, cfg dburl.Config) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("target %s: %w", cfg.Addr(), err)
+	}
+	defer conn.Close()
+	probes := []struct{ stmt, privilege, why string }{
+		{"SET @@session.sql_log_bin=@@session.sql_log_bin", "BINLOG ADMIN", "to keep applied transactions in or out of the target's binlog"},
+		{"BINLOG ''", "BINLOG REPLAY", "to replay row events under the source's GTIDs"},
+	}
+	var missing, grants []string
+	for _, p := range probes {
+		_, err := conn.ExecContext(ctx, p.stmt)
+		var me *mysqldriver.MySQLError
+		if errors.As(err, &me) && me.Number == 1227 {
+			missing = append(missing, fmt.Sprintf("%s (or SUPER) %s", p.privilege, p.why))
+			grants = append(grants, p.privilege)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	account := fmt.Sprintf("'%s'", cfg.User)
+	var current string
+	if err := conn.QueryRowContext(ctx, "SELECT CURRENT_USER()").Scan(&current); err == nil {
+		if user, host, ok := strings.Cut(current, "@"); ok {
+			account = fmt.Sprintf("'%s'@'%s'", user, host)
+		}
+	}
+	return fmt.Errorf("target %s: user %s lacks %s; on the target, GRANT %s ON *.* TO %s (it also needs the data privileges on the replicated schemas and on %s.*, e.g. GRANT ALL ON *.*); nothing was applied",
+		cfg.Addr(), account, strings.Join(missing, ", and "), strings.Join(grants, ", "), account, checkpoint.Schema)
 }
 
 // targetWritesBinlog reports whether applied transactions go to the target's binlog.

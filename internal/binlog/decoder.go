@@ -48,6 +48,7 @@ func (d *Decoder) Next(ctx context.Context) (*Transaction, error) {
 			d.format = Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event}
 			continue
 		}
+		single := d.groups.state == afterGTID
 		cut, err := d.groups.add(ev)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrCorruptRelay, err)
@@ -60,6 +61,10 @@ func (d *Decoder) Next(ctx context.Context) (*Transaction, error) {
 			continue
 		}
 		d.txn.add(ev)
+		if cut == cutComplete && single && d.txn.Flavor == FlavorMySQL {
+			// A MySQL group without BEGIN is one DDL statement.
+			d.txn.Flags = d.txn.Flags&^FlagTransactional | FlagDDL | FlagStandalone
+		}
 		if cut == cutComplete {
 			txn := d.txn
 			d.txn = nil

@@ -2,7 +2,8 @@
 // to the relay log, whole groups only. It resumes from the relay log's end
 // after every disconnect, so a group is received once however often the
 // connection drops; errors the source answers with (privileges, purged
-// binlogs) end it, a lost connection only makes it reconnect.
+// binlogs) and failed relay log writes end it, a lost connection or a source
+// shutting down only makes it reconnect.
 package binlog
 
 import (
@@ -12,10 +13,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
@@ -64,37 +69,64 @@ func (r *Receiver) Connected() bool { return r.connected.Load() }
 
 // SourceError is an error the source answered with; reconnecting will not help.
 type SourceError struct {
-	Code    uint16
-	Message string
-	Hint    string
+	Code    uint16 // the source's error number
+	Message string // the source's error text
+	Problem string // what is wrong, in gapless's words; "" to show the source's text alone
+	Hint    string // what to do about it
 }
 
 func (e *SourceError) Error() string {
-	msg := fmt.Sprintf("source refused the binlog dump: error %d: %s", e.Code, e.Message)
-	if e.Hint != "" {
-		msg += " (" + e.Hint + ")"
+	source := fmt.Sprintf("error %d: %s", e.Code, e.Message)
+	if e.Problem == "" {
+		msg := "source refused the binlog dump (" + source + ")"
+		if e.Hint != "" {
+			msg += "; " + e.Hint
+		}
+		return msg
 	}
-	return msg
+	msg := e.Problem
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg + " (source " + source + ")"
 }
 
+// relayError is a relay log write that failed; reconnecting will not help.
+type relayError struct{ err error }
+
+func (e *relayError) Error() string { return e.err.Error() }
+func (e *relayError) Unwrap() error { return e.err }
+
 // Run receives until ctx ends or the source refuses to serve; it returns nil when ctx ends.
+// A lost connection is logged once as a warning; the attempts to reconnect
+// that fail after it, only at info level.
 func (r *Receiver) Run(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
+	lost := false
 	for {
 		start := time.Now()
 		err := r.session(ctx)
-		r.connected.Store(false)
+		wasConnected := r.connected.Swap(false)
 		if ctx.Err() != nil {
 			return nil
 		}
 		var se *SourceError
-		if errors.As(err, &se) {
+		var re *relayError
+		if errors.As(err, &se) || errors.As(err, &re) {
 			return err
 		}
 		if time.Since(start) > 10*time.Second {
 			backoff = 100 * time.Millisecond
 		}
-		r.cfg.Logger.Warn("source connection lost; reconnecting", "error", err, "in", backoff)
+		if wasConnected {
+			lost = false
+		}
+		if !lost {
+			r.cfg.Logger.Warn("source connection lost; reconnecting", "source", r.addr(), "error", err.Error())
+			lost = true
+		} else {
+			r.cfg.Logger.Info("source not back yet; retrying", "source", r.addr(), "error", err.Error(), "in", backoff)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -104,8 +136,11 @@ func (r *Receiver) Run(ctx context.Context) error {
 	}
 }
 
+func (r *Receiver) addr() string { return net.JoinHostPort(r.cfg.Host, strconv.Itoa(int(r.cfg.Port))) }
+
 // session runs one binlog dump, from the relay log's end, until it fails.
 func (r *Receiver) session(ctx context.Context) error {
+	loggedIn := false
 	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
 		ServerID:            r.cfg.ServerID,
 		Flavor:              mysql.MariaDBFlavor,
@@ -119,6 +154,10 @@ func (r *Receiver) session(ctx context.Context) error {
 		VerifyChecksum:      true,
 		RowsEventDecodeFunc: func(*replication.RowsEvent, []byte) error { return nil },
 		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Option: func(*client.Conn) error {
+			loggedIn = true
+			return nil
+		},
 	})
 	defer syncer.Close()
 
@@ -129,7 +168,7 @@ func (r *Receiver) session(ctx context.Context) error {
 	}
 	streamer, err := syncer.StartSyncGTID(set)
 	if err != nil {
-		return classifySourceError(err, from)
+		return r.classify(err, from, loggedIn)
 	}
 	var (
 		format  []byte
@@ -140,7 +179,7 @@ func (r *Receiver) session(ctx context.Context) error {
 	for {
 		ev, err := streamer.GetEvent(ctx)
 		if err != nil {
-			return classifySourceError(err, from)
+			return r.classify(err, from, true)
 		}
 		r.connected.Store(true)
 		if ev.Header.EventType == replication.FORMAT_DESCRIPTION_EVENT {
@@ -150,7 +189,7 @@ func (r *Receiver) session(ctx context.Context) error {
 				}
 				format = ev.RawData
 				if err := r.relay.BeginSession(format); err != nil {
-					return &SourceError{Message: err.Error()}
+					return &relayError{err}
 				}
 			}
 			continue
@@ -171,7 +210,7 @@ func (r *Receiver) session(ctx context.Context) error {
 		case cutComplete:
 			pending = append(pending, ev.RawData)
 			if err := r.relay.Append(pending, current); err != nil {
-				return &SourceError{Message: err.Error()}
+				return &relayError{err}
 			}
 			pending = pending[:0]
 			r.received.Add(1)
@@ -189,25 +228,70 @@ func sameFormat(a, b []byte) bool {
 	return bytes.Equal(a[eventHeaderSize:len(a)-checksumSize], b[eventHeaderSize:len(b)-checksumSize])
 }
 
-// classifySourceError turns errors the source answered with into a
-// SourceError with a hint; anything else (network) stays retryable.
-func classifySourceError(err error, from gtid.MariaDBPosition) error {
+// erConnectionKilled is MariaDB's ER_CONNECTION_KILLED, which go-mysql does not name.
+const erConnectionKilled = 1927
+
+// accountInMessage finds 'user'@'host' in an access denied message.
+var accountInMessage = regexp.MustCompile(`'[^']*'@'[^']*'`)
+
+// classify turns errors the source answered with into a SourceError saying
+// what is wrong and what to do; anything else (the network, a source shutting
+// down or out of connections) stays retryable.
+// loggedIn tells a refused login from a refused dump: the source answers both
+// with error 1045 when the user lacks REPLICATION SLAVE.
+func (r *Receiver) classify(err error, from gtid.MariaDBPosition, loggedIn bool) error {
 	var me *mysql.MyError
 	if !errors.As(err, &me) {
 		return err
 	}
-	se := &SourceError{Code: me.Code, Message: me.Message}
 	switch me.Code {
-	case mysql.ER_ACCESS_DENIED_ERROR, 1698:
-		se.Hint = "check the user and password in --source"
+	case mysql.ER_SERVER_SHUTDOWN, erConnectionKilled, mysql.ER_QUERY_INTERRUPTED,
+		mysql.ER_CON_COUNT_ERROR, mysql.ER_TOO_MANY_USER_CONNECTIONS:
+		return err
+	}
+	se := &SourceError{Code: me.Code, Message: me.Message}
+	addr := r.addr()
+	lacksReplicationSlave := func() {
+		se.Problem = fmt.Sprintf("source %s refused the binlog dump: user '%s' lacks the REPLICATION SLAVE privilege", addr, r.cfg.User)
+		account := fmt.Sprintf("'%s'", r.cfg.User)
+		if m := accountInMessage.FindString(me.Message); m != "" {
+			account = m
+		}
+		se.Hint = "on the source, GRANT REPLICATION SLAVE ON *.* TO " + account
+	}
+	switch me.Code {
+	case mysql.ER_ACCESS_DENIED_ERROR, mysql.ER_ACCESS_DENIED_NO_PASSWORD_ERROR:
+		if loggedIn {
+			lacksReplicationSlave()
+		} else {
+			se.Problem = fmt.Sprintf("source %s refused the login of user '%s'", addr, r.cfg.User)
+			se.Hint = "check the user and password in --source"
+		}
 	case mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, mysql.ER_DBACCESS_DENIED_ERROR, mysql.ER_TABLEACCESS_DENIED_ERROR:
-		se.Hint = "the source user needs the REPLICATION SLAVE privilege (GRANT REPLICATION SLAVE ON *.* TO ...)"
+		lacksReplicationSlave()
 	case mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG:
-		if strings.Contains(strings.ToLower(me.Message), "purged") || strings.Contains(me.Message, "GTID") {
-			se.Hint = fmt.Sprintf("the target's position is %q; the source no longer has the binlogs after it, so the target must be re-seeded from a backup of the source", from.String())
+		position := "the target's position " + from.String()
+		purged := "it has purged the binlogs after " + position
+		if from.IsEmpty() {
+			position = "the start of its history (the target has no position yet)"
+			purged = "the target has no position yet, and the source has purged its first binlogs"
+		}
+		reseed := "re-seed the target from a backup of the source, then run again"
+		msg := strings.ToLower(me.Message)
+		switch {
+		case strings.Contains(msg, "purged"):
+			se.Problem = fmt.Sprintf("source %s no longer has the binlogs the target needs: %s", addr, purged)
+			se.Hint = "re-seed the target from a backup of the source and run again from the backup's GTID position (--start-position)"
+		case strings.Contains(msg, "diverged"):
+			se.Problem = fmt.Sprintf("source %s cannot continue from %s: the target holds transactions the source never wrote", addr, position)
+			se.Hint = "check that --source names the server the target was seeded from, or " + reseed
+		case strings.Contains(msg, "gtid"):
+			se.Problem = fmt.Sprintf("source %s cannot continue from %s", addr, position)
+			se.Hint = "check that --source names the server the target was seeded from, or " + reseed
 		}
 	case mysql.ER_NO_BINARY_LOGGING:
-		se.Hint = "enable log_bin on the source"
+		se.Problem = fmt.Sprintf("source %s has no binlog", addr)
+		se.Hint = "start it with log_bin and binlog_format=ROW"
 	}
 	return se
 }

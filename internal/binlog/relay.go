@@ -157,6 +157,10 @@ func scanSegment(path string) segmentScan {
 		s.err = fmt.Errorf("%s: not a binlog file", path)
 		return s
 	}
+	if err := checkFormatEvent(data[len(binlogMagic):]); err != nil {
+		s.err = fmt.Errorf("%s: %w", path, err)
+		return s
+	}
 	parser := newRelayParser(false)
 	var groups groupTracker
 	var pending gtid.MariaDBGTID
@@ -172,7 +176,11 @@ func scanSegment(path string) segmentScan {
 			s.err = fmt.Errorf("%s: torn event at byte %d", path, off)
 			break
 		}
-		ev, err := parser.Parse(data[off : off+size])
+		if s.rotated {
+			s.err = fmt.Errorf("%s: bytes after the rotate event at byte %d", path, off)
+			break
+		}
+		ev, err := safeParse(parser, data[off:off+size])
 		if err != nil {
 			s.err = fmt.Errorf("%s: event at byte %d: %w", path, off, err)
 			break
@@ -213,6 +221,48 @@ func scanSegment(path string) segmentScan {
 		s.whole = 0
 	}
 	return s
+}
+
+// checkFormatEvent checks the format description event a segment starts
+// with, including its own checksum, which the parser does not verify.
+func checkFormatEvent(data []byte) error {
+	if len(data) < eventHeaderSize+checksumSize+1 {
+		return errors.New("no format description event")
+	}
+	size := int(binary.LittleEndian.Uint32(data[9:]))
+	if replication.EventType(data[4]) != replication.FORMAT_DESCRIPTION_EVENT || size < eventHeaderSize+checksumSize+1 || size > len(data) {
+		return errors.New("no format description event")
+	}
+	fde := data[:size]
+	if alg := fde[size-checksumSize-1]; alg != replication.BINLOG_CHECKSUM_ALG_OFF && alg != replication.BINLOG_CHECKSUM_ALG_CRC32 {
+		return fmt.Errorf("format description event names checksum algorithm %d", alg)
+	}
+	if crc32.ChecksumIEEE(fde[:size-checksumSize]) != binary.LittleEndian.Uint32(fde[size-checksumSize:]) {
+		return errors.New("format description event has a bad checksum")
+	}
+	return nil
+}
+
+// withChecksum returns a copy of a format description event with its
+// checksum computed again (the dump thread may change the header after the
+// source computed it).
+func withChecksum(fde []byte) []byte {
+	out := append([]byte(nil), fde...)
+	if len(out) >= eventHeaderSize+checksumSize {
+		binary.LittleEndian.PutUint32(out[len(out)-checksumSize:], crc32.ChecksumIEEE(out[:len(out)-checksumSize]))
+	}
+	return out
+}
+
+// safeParse parses one event; the decoders trust lengths inside events, so a
+// damaged event may panic them, which is turned into an error here.
+func safeParse(p *replication.BinlogParser, data []byte) (ev *replication.BinlogEvent, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("undecodable event: %v", r)
+		}
+	}()
+	return p.Parse(data)
 }
 
 func positionFromList(e *replication.MariadbGTIDListEvent) gtid.MariaDBPosition {
@@ -442,9 +492,9 @@ func (l *RelayLog) rotateLocked(format []byte) error {
 	if err != nil {
 		return fmt.Errorf("relay log: new segment: %w", err)
 	}
-	l.format = append([]byte(nil), format...)
+	l.format = withChecksum(format)
 	l.checksum = formatHasChecksum(format)
-	head := append(append([]byte(nil), binlogMagic...), format...)
+	head := append(append([]byte(nil), binlogMagic...), l.format...)
 	head = append(head, encodeGTIDList(l.end, uint32(len(head)), l.checksum)...)
 	if _, err := f.Write(head); err != nil {
 		f.Close()
@@ -608,7 +658,12 @@ func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error
 		if _, err := r.file.ReadAt(data, r.off); err != nil {
 			return nil, fmt.Errorf("%w: %s: torn event at byte %d: %v", ErrCorruptRelay, r.file.Name(), r.off, err)
 		}
-		ev, err := r.parser.Parse(data)
+		if r.off == int64(len(binlogMagic)) {
+			if err := checkFormatEvent(data); err != nil {
+				return nil, fmt.Errorf("%w: %s: %v", ErrCorruptRelay, r.file.Name(), err)
+			}
+		}
+		ev, err := safeParse(r.parser, data)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: event at byte %d: %v", ErrCorruptRelay, r.file.Name(), r.off, err)
 		}

@@ -311,6 +311,8 @@ func (t *tree) add(start, end uint64) {
 	if t.addWithinLeaf(start, end) {
 		return
 	}
+	// Absorb, right to left, every interval that overlaps or touches
+	// [start, end]; widen the leftmost in place, or insert the union.
 	for {
 		reach := end
 		if reach < math.MaxUint64 {

@@ -19,6 +19,7 @@ func (s *Server) renderMyCnf() string {
 	line("# Add settings through ServerConfig.Extra (or --primary/--target extras) instead.")
 	line("[mariadbd]")
 	line("datadir=%s", s.DataDir)
+	line("tmpdir=%s", s.tmpDir())
 	line("socket=%s", s.Socket)
 	line("pid-file=%s", s.PidFile)
 	line("log-error=%s", s.ErrorLog)

@@ -133,6 +133,10 @@ func socketPath(home string) string {
 	return filepath.Join(os.TempDir(), "gapless-"+hex.EncodeToString(sum[:6])+".sock")
 }
 
+// tmpDir is the server's own temporary directory: servers sharing /tmp
+// remove each other's temporary files when they start.
+func (s *Server) tmpDir() string { return filepath.Join(s.home, "tmp") }
+
 func (s *Server) binlogBase() string { return filepath.Join(s.home, "binlog", "mariadb-bin") }
 
 // ServerID is the server_id the server runs with.
@@ -188,7 +192,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.choosePort(s.avoidPort); err != nil {
 		return err
 	}
-	for _, d := range []string{s.home, filepath.Dir(s.binlogBase())} {
+	for _, d := range []string{s.home, s.tmpDir(), filepath.Dir(s.binlogBase())} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("sandbox server %s: %w", s.Config.Name, err)
 		}
@@ -312,6 +316,7 @@ func (s *Server) initDataDir(ctx context.Context, installDB string) error {
 		"--skip-test-db",
 		"--skip-name-resolve",
 		"--datadir=" + s.DataDir,
+		"--tmpdir=" + s.tmpDir(),
 		"--innodb-log-file-size=256M",
 	}
 	if os.Geteuid() == 0 {

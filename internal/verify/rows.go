@@ -1,8 +1,9 @@
 // This file owns the row-by-row comparison of one table. Both sides are read
-// in the same order (primary key, or every column's bytes when there is no
-// primary key) and walked in step; the first pair of rows that differ is
+// in the same order (primary key, or a digest of the whole row when there is
+// no primary key) and walked in step; the first pair of rows that differ is
 // described and the rest of each side is only counted. A row is a slice of
-// column values, each nil (NULL) or the bytes the server sent.
+// column values, each nil (NULL) or the value's text: the bytes the server
+// sent, or the driver's number written back in Go's shortest form.
 package verify
 
 import (
@@ -11,6 +12,7 @@ import (
 	"database/sql"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -65,21 +67,23 @@ func (c *comparer) compareRows(ctx context.Context, name tableName, src, tgt *sn
 // means that side has no more rows.
 func describeDifference(ctx context.Context, sc, tc *cursor, sr, tr []any) (string, error) {
 	shape := sc.shape
-	switch {
-	case tr == nil:
-		return shape.describeRow(sr) + " missing on target", nil
-	case sr == nil:
-		return shape.describeRow(tr) + " only on target", nil
-	}
 	if len(shape.primaryKey) == 0 {
-		if compareFields(sr, tr) < 0 {
+		// Rows are in digest order, so the row with the smaller digest is the
+		// one the other side lacks (or has fewer copies of).
+		if tr == nil || sr != nil && bytes.Compare(sr[len(sr)-1].([]byte), tr[len(tr)-1].([]byte)) < 0 {
 			return "row " + shape.formatRow(sr) + " missing on target", nil
 		}
 		return "row " + shape.formatRow(tr) + " extra on target", nil
 	}
+	switch {
+	case tr == nil:
+		return shape.formatKey(sr) + " missing on target", nil
+	case sr == nil:
+		return shape.formatKey(tr) + " only on target", nil
+	}
 	if rowsEqual(shape.key(sr), shape.key(tr)) {
 		var cols []string
-		for i := range sr {
+		for i := range shape.columns {
 			if !fieldEqual(sr[i], tr[i]) {
 				cols = append(cols, shape.columns[i].name)
 			}
@@ -131,29 +135,11 @@ func rowsEqual(a, b []any) bool {
 	return true
 }
 
-// compareFields orders rows the way byteOrder sorts them: column by column,
-// NULL first, then by bytes.
-func compareFields(a, b []any) int {
-	for i := range min(len(a), len(b)) {
-		switch {
-		case a[i] == nil && b[i] == nil:
-		case a[i] == nil:
-			return -1
-		case b[i] == nil:
-			return 1
-		default:
-			if c := bytes.Compare(a[i].([]byte), b[i].([]byte)); c != 0 {
-				return c
-			}
-		}
-	}
-	return len(a) - len(b)
-}
-
 // cursor reads one side of a table in order. With a primary key whose
 // columns can be written back as literals it reads chunkRows rows per query,
 // each query starting after the last key read; otherwise it streams the
-// whole table from one query.
+// whole table from one query. Without a primary key each row carries its
+// digest (see rowDigest) as an extra last field, and rows come in digest order.
 type cursor struct {
 	snap      *snapshot
 	table     tableName
@@ -186,21 +172,32 @@ func (c *cursor) selectList() string {
 	for i, col := range c.shape.columns {
 		names[i] = quoteIdent(col.name)
 	}
+	if len(c.shape.primaryKey) == 0 {
+		names = append(names, c.shape.rowDigest())
+	}
 	return strings.Join(names, ", ")
 }
 
 func (c *cursor) orderBy() string {
-	var terms []string
-	if len(c.shape.primaryKey) > 0 {
-		for _, i := range c.shape.primaryKey {
-			terms = append(terms, quoteIdent(c.shape.columns[i].name))
-		}
-		return strings.Join(terms, ", ")
+	if len(c.shape.primaryKey) == 0 {
+		return fmt.Sprint(len(c.shape.columns) + 1)
 	}
-	for _, col := range c.shape.columns {
-		terms = append(terms, c.snap.byteOrder(col))
+	terms := make([]string, len(c.shape.primaryKey))
+	for i, col := range c.shape.primaryKey {
+		terms[i] = quoteIdent(c.shape.columns[col].name)
 	}
 	return strings.Join(terms, ", ")
+}
+
+// rowDigest is an expression that differs between any two rows that differ
+// (barring MD5 collisions) and stays short however long the values are, so
+// sorting by it orders rows without ties and within the sort buffer.
+func (t tableShape) rowDigest() string {
+	parts := make([]string, len(t.columns))
+	for i, col := range t.columns {
+		parts[i] = "COALESCE(MD5(CAST(" + quoteIdent(col.name) + " AS BINARY)), 'N')"
+	}
+	return "MD5(CONCAT(" + strings.Join(parts, ", ") + "))"
 }
 
 // next returns the next row, or ok=false when the side has no more rows.
@@ -287,7 +284,11 @@ func (c *cursor) nextStreamed(ctx context.Context) ([]any, bool, error) {
 }
 
 func (c *cursor) scan(rows *sql.Rows) ([]any, error) {
-	row := make([]any, len(c.shape.columns))
+	fields := len(c.shape.columns)
+	if len(c.shape.primaryKey) == 0 {
+		fields++
+	}
+	row := make([]any, fields)
 	dest := make([]any, len(row))
 	for i := range row {
 		dest[i] = &row[i]
@@ -296,10 +297,18 @@ func (c *cursor) scan(rows *sql.Rows) ([]any, error) {
 		return nil, c.snap.errorf("reading rows of %s: %w", c.table, err)
 	}
 	for i, v := range row {
-		switch v.(type) {
+		switch v := v.(type) {
 		case nil, []byte:
+		case int64:
+			row[i] = strconv.AppendInt(nil, v, 10)
+		case uint64:
+			row[i] = strconv.AppendUint(nil, v, 10)
+		case float32:
+			row[i] = strconv.AppendFloat(nil, float64(v), 'g', -1, 32)
+		case float64:
+			row[i] = strconv.AppendFloat(nil, v, 'g', -1, 64)
 		default:
-			return nil, c.snap.errorf("column %s of %s arrived as %T, not raw bytes; open the connection without parseTime", c.shape.columns[i].name, c.table, v)
+			return nil, c.snap.errorf("column %d of %s arrived as %T, not as text; open the connection without parseTime", i+1, c.table, v)
 		}
 	}
 	return row, nil
@@ -415,20 +424,6 @@ func (s *snapshot) literal(col column, value any) (string, bool) {
 	return fmt.Sprintf("CONVERT(_%s X'%x' USING %s) COLLATE %s", from, b, col.charset, col.collation), true
 }
 
-// byteOrder is an ORDER BY term sorting col by the bytes its values arrive
-// as, so that two rows tie only when they are identical.
-func (s *snapshot) byteOrder(col column) string {
-	name := quoteIdent(col.name)
-	if col.charset == "" || col.charset == "binary" {
-		return "CAST(" + name + " AS BINARY)"
-	}
-	to := s.resultsCharset
-	if to == "" || !charsetName.MatchString(to) {
-		to = col.charset
-	}
-	return "CAST(CONVERT(" + name + " USING " + to + ") AS BINARY)"
-}
-
 const maxShownColumns = 8
 
 func (t tableShape) formatKey(row []any) string {
@@ -447,22 +442,14 @@ func (t tableShape) formatKey(row []any) string {
 
 func (t tableShape) formatRow(row []any) string {
 	var values []string
-	for i, v := range row {
+	for i, col := range t.columns {
 		if i == maxShownColumns {
 			values = append(values, "…")
 			break
 		}
-		values = append(values, formatValue(t.columns[i], v))
+		values = append(values, formatValue(col, row[i]))
 	}
 	return "(" + strings.Join(values, ",") + ")"
-}
-
-// describeRow names a row by its key, or by its values without one.
-func (t tableShape) describeRow(row []any) string {
-	if len(t.primaryKey) > 0 {
-		return t.formatKey(row)
-	}
-	return "row " + t.formatRow(row)
 }
 
 const maxShownRunes = 40

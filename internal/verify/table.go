@@ -16,10 +16,6 @@ import (
 
 const releaseTimeout = 10 * time.Second
 
-// maxSortLength lets ORDER BY over long TEXT and BLOB values order them by
-// their whole value, so tables without a primary key read in a fixed order.
-const maxSortLength = 8388608
-
 type comparer struct {
 	source, target *sql.DB
 	chunkRows      int
@@ -39,6 +35,7 @@ func (c *comparer) compareTable(ctx context.Context, t *TableResult) error {
 	}
 	defer tgt.release()
 
+	c.progress(fmt.Sprintf("%s: checksumming", name))
 	srcSum, err := src.checksum(ctx, name)
 	if err != nil {
 		return err
@@ -119,10 +116,9 @@ type snapshot struct {
 	conn *sql.Conn
 	// resultsCharset is the character set column values arrive in; "" when
 	// the server sends them in each column's own character set.
-	resultsCharset     string
-	savedTimeZone      string
-	savedMaxSortLength int64
-	broken             bool
+	resultsCharset string
+	savedTimeZone  string
+	broken         bool
 }
 
 func openSnapshot(ctx context.Context, db *sql.DB, side string) (*snapshot, error) {
@@ -132,8 +128,7 @@ func openSnapshot(ctx context.Context, db *sql.DB, side string) (*snapshot, erro
 	}
 	s := &snapshot{side: side, conn: conn}
 	var charset sql.NullString
-	err = conn.QueryRowContext(ctx, "SELECT @@session.time_zone, @@session.max_sort_length, @@session.character_set_results").
-		Scan(&s.savedTimeZone, &s.savedMaxSortLength, &charset)
+	err = conn.QueryRowContext(ctx, "SELECT @@session.time_zone, @@session.character_set_results").Scan(&s.savedTimeZone, &charset)
 	if err != nil {
 		s.broken = true
 		s.release()
@@ -143,7 +138,7 @@ func openSnapshot(ctx context.Context, db *sql.DB, side string) (*snapshot, erro
 		s.resultsCharset = charset.String
 	}
 	for _, stmt := range []string{
-		fmt.Sprintf("SET SESSION time_zone = '+00:00', SESSION max_sort_length = %d", maxSortLength),
+		"SET SESSION time_zone = '+00:00'",
 		"SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
 		"START TRANSACTION WITH CONSISTENT SNAPSHOT",
 	} {
@@ -167,7 +162,7 @@ func (s *snapshot) release() {
 		}
 	}
 	if !s.broken {
-		_, err := s.conn.ExecContext(ctx, "SET SESSION time_zone = ?, SESSION max_sort_length = ?", s.savedTimeZone, s.savedMaxSortLength)
+		_, err := s.conn.ExecContext(ctx, "SET SESSION time_zone = ?", s.savedTimeZone)
 		s.broken = err != nil
 	}
 	if s.broken {

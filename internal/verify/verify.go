@@ -79,7 +79,9 @@ func (r Report) Differing() []TableResult {
 }
 
 // Compare compares every base table of the selected schemas between source
-// and target. Connections must return raw column values (no parseTime).
+// and target. Each of the Workers holds one connection of each pool at a
+// time, so one pool passed as both sides needs room for two per worker.
+// Connections must return column values as text (no parseTime).
 func Compare(ctx context.Context, source, target *sql.DB, opts Options) (Report, error) {
 	if opts.ChunkRows <= 0 {
 		opts.ChunkRows = DefaultChunkRows

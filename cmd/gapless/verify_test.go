@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"gapless/internal/sandbox"
+)
+
+func runVerifyCmd(args ...string) (string, error) {
+	cmd := newVerifyCmd()
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestVerifyCommandExitCodes(t *testing.T) {
+	source := sandbox.StartForTest(t, sandbox.ServerConfig{Name: "source"})
+	target := sandbox.StartForTest(t, sandbox.ServerConfig{Name: "target"})
+	ctx := context.Background()
+	for _, s := range []*sandbox.Server{source, target} {
+		if err := s.Exec(ctx, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY, total DECIMAL(8,2))",
+			"INSERT INTO shop.orders VALUES (1, 9.99), (2, 20.00), (3, 5.00)", "CREATE TABLE shop.customers (id INT PRIMARY KEY)"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sourceURL, targetURL := source.URL("gapless", "gapless"), target.URL("gapless", "gapless")
+
+	out, err := runVerifyCmd("--source", sourceURL, "--target", targetURL)
+	if err != nil {
+		t.Fatalf("verify of equal servers: %v\n%s", err, out)
+	}
+	for _, want := range []string{"shop.customers  equal\n", "shop.orders     equal\n", "2 tables: 2 equal, 0 different, 0 missing on target, 0 extra on target", "mysql://gapless:***@"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	if err := target.Exec(ctx, "DELETE FROM shop.orders WHERE id = 2", "CREATE TABLE shop.scratch (id INT)"); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runVerifyCmd("--source", sourceURL, "--target", targetURL, "--chunk-rows", "1")
+	var exit *exitError
+	if !errors.As(err, &exit) || exit.code != 1 {
+		t.Fatalf("verify of differing servers returned %v, want exit code 1\n%s", err, out)
+	}
+	if want := "2 of 3 tables differ: shop.orders, shop.scratch"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+	for _, want := range []string{"shop.orders     DIFFERENT (rows: source 3, target 2): id=2 missing on target\n", "shop.scratch    extra on target\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	t.Logf("output:\n%s", out)
+
+	_, err = runVerifyCmd("--source", sourceURL, "--target", target.URL("gapless", "wrong"))
+	if err == nil || errors.As(err, &exit) || !strings.HasPrefix(err.Error(), "target: access denied for user 'gapless' on 127.0.0.1:") {
+		t.Errorf("verify with a wrong password: %v", err)
+	}
+}
+
+func TestVerifyCommandConnectionErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--source", "mysql://u:p@" + closed, "--target", "mysql://u:p@" + closed}, "source: cannot reach " + closed + ": connection refused"},
+		{[]string{"--source", "http://u:p@h:1", "--target", "mysql://u:p@h:1"}, `source: unknown URL scheme "http"`},
+		{[]string{"--source", "mysql://u:p@h:1"}, `required flag(s) "target" not set`},
+		{[]string{"--source", "mysql://u:p@h:1", "--target", "mysql://u:p@h:1", "--chunk-rows", "0"}, "--chunk-rows must be at least 1"},
+	}
+	for _, c := range cases {
+		_, err := runVerifyCmd(c.args...)
+		var exit *exitError
+		if err == nil || errors.As(err, &exit) || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("verify %s: %v, want a plain error starting %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+}

@@ -1,0 +1,373 @@
+// Tests that the decoder turns relay log groups into Transactions carrying
+// the source's GTID, group commit id or logical clock, flags, schemas and
+// tables, events, size, format description and time, and that it skips the
+// groups the applied position already holds.
+package binlog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"gapless/internal/gtid"
+)
+
+// decodeAll returns every transaction the decoder can return without waiting.
+func decodeAll(t testing.TB, l *RelayLog, applied gtid.MariaDBPosition) []*Transaction {
+	t.Helper()
+	d := NewDecoder(l, applied)
+	defer d.Close()
+	var txns []*Transaction
+	for {
+		txn, err := d.Next(canceledCtx)
+		if errors.Is(err, context.Canceled) {
+			return txns
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		txns = append(txns, txn)
+	}
+}
+
+func refs(names ...string) []TableRef {
+	var out []TableRef
+	for i := 0; i+1 < len(names); i += 2 {
+		out = append(out, TableRef{names[i], names[i+1]})
+	}
+	return out
+}
+
+func checkTxnEvents(t testing.TB, txn *Transaction, group [][]byte, format []byte) {
+	t.Helper()
+	if !bytes.Equal(txn.Begin.Raw, group[0]) {
+		t.Errorf("%s: Begin is not the GTID event", txn.GTID())
+	}
+	if txn.Begin.Header == nil || txn.Begin.Data == nil {
+		t.Errorf("%s: Begin is not decoded", txn.GTID())
+	}
+	if len(txn.Events) != len(group)-1 {
+		t.Fatalf("%s: %d events, want %d", txn.GTID(), len(txn.Events), len(group)-1)
+	}
+	for i, ev := range txn.Events {
+		if !bytes.Equal(ev.Raw, group[i+1]) || ev.Header == nil || ev.Data == nil {
+			t.Errorf("%s: event %d differs from the source's", txn.GTID(), i)
+		}
+	}
+	if want := len(joinEvents(group)); txn.Size != want {
+		t.Errorf("%s: Size %d, want %d", txn.GTID(), txn.Size, want)
+	}
+	if !bytes.Equal(txn.Format.Raw, format) {
+		t.Errorf("%s: Format is not the segment's format description", txn.GTID())
+	}
+	if _, ok := txn.Format.Data.(*replication.FormatDescriptionEvent); !ok {
+		t.Errorf("%s: Format holds %T", txn.GTID(), txn.Format.Data)
+	}
+}
+
+func TestDecoderTransactions(t *testing.T) {
+	e := newEncoder()
+	format := e.format()
+	at := func(ts uint32) { e.when = 1_700_000_000 + ts }
+
+	at(10)
+	multi := [][]byte{
+		e.mariaGTID(1, 0, gtidTransactional|gtidAllowParallel|gtidWaited, 0),
+		e.tableMap(70, "shop", "orders"), e.writeRows(replication.WRITE_ROWS_EVENTv1, 70, 1),
+	}
+	at(13)
+	multi = append(multi,
+		e.tableMap(71, "shop", "items"), e.writeRows(replication.WRITE_ROWS_EVENTv1, 71, 2, 3),
+		e.tableMap(72, "crm", "users"), e.writeRows(replication.WRITE_ROWS_EVENTv1, 72, 4),
+	)
+	at(12)
+	multi = append(multi, e.tableMap(70, "shop", "orders"), e.writeRows(replication.WRITE_ROWS_EVENTv1, 70, 5), e.xid(77))
+	at(20)
+	committed := e.mariaTxn(0, 2, 42, "shop", "orders", 6)
+	e.server = 2
+	at(21)
+	ddl := e.mariaDDL(1, 7, "crm", "CREATE TABLE crm.notes (a INT)")
+	at(22)
+	stmt := e.mariaStatementTxn(1, 8, "shop", "INSERT INTO log VALUES (1)")
+
+	tests := []struct {
+		gtid     string
+		group    [][]byte
+		commitID uint64
+		flags    TxnFlags
+		schemas  []string
+		tables   []TableRef
+		rows     int
+		time     uint32
+	}{
+		{"0-1-1", multi, 0, FlagTransactional | FlagAllowParallel | FlagWaited,
+			[]string{"shop", "crm"}, refs("shop", "orders", "shop", "items", "crm", "users"), 4, 13},
+		{"0-1-2", committed, 42, FlagTransactional | FlagAllowParallel, []string{"shop"}, refs("shop", "orders"), 1, 20},
+		{"1-2-7", ddl, 0, FlagDDL | FlagStandalone | FlagAllowParallel, []string{"crm"}, nil, 0, 21},
+		{"1-2-8", stmt, 0, FlagAllowParallel, []string{"shop"}, nil, 0, 22},
+	}
+	var groups []testGroup
+	for _, tt := range tests {
+		groups = append(groups, testGroup{id: mustGTID(t, tt.gtid), events: tt.group})
+	}
+	l := openTestRelay(t, t.TempDir(), 300)
+	if err := l.BeginSession(format); err != nil {
+		t.Fatal(err)
+	}
+	appendGroups(t, l, groups)
+	if len(l.Segments()) < len(groups) {
+		t.Fatalf("%d segments; every group should start one", len(l.Segments()))
+	}
+
+	txns := decodeAll(t, l, gtid.MariaDBPosition{})
+	if len(txns) != len(tests) {
+		t.Fatalf("%d transactions, want %d", len(txns), len(tests))
+	}
+	for i, tt := range tests {
+		txn := txns[i]
+		t.Run(tt.gtid, func(t *testing.T) {
+			if txn.Flavor != FlavorMariaDB || txn.GTID() != tt.gtid || txn.MariaDB != mustGTID(t, tt.gtid) {
+				t.Errorf("%s transaction %s, want mariadb %s", txn.Flavor, txn.GTID(), tt.gtid)
+			}
+			if txn.CommitID != tt.commitID {
+				t.Errorf("CommitID %d, want %d", txn.CommitID, tt.commitID)
+			}
+			if txn.Flags != tt.flags {
+				t.Errorf("Flags %05b, want %05b", txn.Flags, tt.flags)
+			}
+			if !slices.Equal(txn.Schemas, tt.schemas) {
+				t.Errorf("Schemas %q, want %q", txn.Schemas, tt.schemas)
+			}
+			if !slices.Equal(txn.Tables, tt.tables) {
+				t.Errorf("Tables %v, want %v", txn.Tables, tt.tables)
+			}
+			if n := len(txn.RowEvents()); n != tt.rows {
+				t.Errorf("%d row events, want %d", n, tt.rows)
+			}
+			if want := time.Unix(int64(1_700_000_000+tt.time), 0); !txn.SourceTime.Equal(want) {
+				t.Errorf("SourceTime %s, want %s", txn.SourceTime, want)
+			}
+			checkTxnEvents(t, txn, tt.group, format)
+		})
+	}
+	if rows := txns[0].RowEvents(); len(rows[1].Rows) != 2 || rows[1].Rows[1][0] != int32(3) {
+		t.Errorf("rows of the second row event: %v", rows[1].Rows)
+	}
+}
+
+func TestDecoderSkipsApplied(t *testing.T) {
+	e := newEncoder()
+	groups := makeGroups(e, 12, map[uint32]uint64{})
+	l := openTestRelay(t, t.TempDir(), 800)
+	if err := l.BeginSession(e.format()); err != nil {
+		t.Fatal(err)
+	}
+	appendGroups(t, l, groups)
+	tests := []struct {
+		applied string
+		want    []string
+	}{
+		{"", []string{"0-1-1", "1-1-1", "0-1-2", "1-1-2", "0-1-3", "1-1-3", "0-1-4", "1-1-4", "0-1-5", "1-1-5", "0-1-6", "1-1-6"}},
+		{"0-1-4,1-1-2", []string{"1-1-3", "1-1-4", "0-1-5", "1-1-5", "0-1-6", "1-1-6"}},
+		{"1-1-5", []string{"0-1-1", "0-1-2", "0-1-3", "0-1-4", "0-1-5", "0-1-6", "1-1-6"}},
+		{"0-9-3,7-1-100", []string{"1-1-1", "1-1-2", "1-1-3", "0-1-4", "1-1-4", "0-1-5", "1-1-5", "0-1-6", "1-1-6"}},
+		{"0-1-6,1-1-6", nil},
+		{"0-1-60,1-1-60", nil},
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, txn := range decodeAll(t, l, mustPosition(t, tt.applied)) {
+			got = append(got, txn.GTID())
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("applied %q: decoded %v, want %v", tt.applied, got, tt.want)
+		}
+	}
+}
+
+func TestDecoderWaitsForWholeGroups(t *testing.T) {
+	e := newEncoder()
+	groups := makeGroups(e, 3, map[uint32]uint64{})
+	l := openTestRelay(t, t.TempDir(), 0)
+	if err := l.BeginSession(e.format()); err != nil {
+		t.Fatal(err)
+	}
+	d := NewDecoder(l, gtid.MariaDBPosition{})
+	defer d.Close()
+	got := make(chan *Transaction, len(groups))
+	errc := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			txn, err := d.Next(ctx)
+			if err != nil {
+				errc <- err
+				return
+			}
+			got <- txn
+		}
+	}()
+	for _, g := range groups {
+		select {
+		case txn := <-got:
+			t.Fatalf("decoder returned %s before it was appended", txn.GTID())
+		case <-time.After(20 * time.Millisecond):
+		}
+		appendGroups(t, l, []testGroup{g})
+		select {
+		case txn := <-got:
+			if txn.MariaDB != g.id {
+				t.Fatalf("decoded %s, want %s", txn.GTID(), g.id)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("decoder did not return %s", g.id)
+		}
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("canceled decoder returned %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("canceling the context did not stop the decoder")
+	}
+}
+
+func TestDecoderMySQL(t *testing.T) {
+	sid, err := gtid.ParseSID("3E11FA47-71CA-11E1-9E33-C80AA9429562")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEncoder()
+	format := e.mysqlFormat()
+	tests := []struct {
+		group                   [][]byte
+		gno, last, seq          int64
+		flags                   TxnFlags
+		schemas                 []string
+		tables                  []TableRef
+		rows                    int
+		beginEvent, commitEvent replication.EventType
+	}{
+		{e.mysqlTxn(sid, 23, 20, 23, "shop", "orders", 1, 2), 23, 20, 23, FlagTransactional | FlagAllowParallel,
+			[]string{"shop"}, refs("shop", "orders"), 1, replication.QUERY_EVENT, replication.XID_EVENT},
+		{e.mysqlDDL(sid, 24, 23, 24, "shop", "CREATE TABLE shop.notes (a INT)"), 24, 23, 24, FlagDDL | FlagStandalone | FlagAllowParallel,
+			[]string{"shop"}, nil, 0, replication.QUERY_EVENT, replication.QUERY_EVENT},
+		{e.mysqlTxn(sid, 25, 24, 26, "crm", "users", 3), 25, 24, 26, FlagTransactional | FlagAllowParallel,
+			[]string{"crm"}, refs("crm", "users"), 1, replication.QUERY_EVENT, replication.XID_EVENT},
+	}
+	l := openTestRelay(t, t.TempDir(), 0)
+	if err := l.BeginSession(format); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		if err := l.Append(tt.group, gtid.MariaDBGTID{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txns := decodeAll(t, l, mustPosition(t, "0-1-100"))
+	if len(txns) != len(tests) {
+		t.Fatalf("%d transactions, want %d", len(txns), len(tests))
+	}
+	for i, tt := range tests {
+		txn := txns[i]
+		want := "3e11fa47-71ca-11e1-9e33-c80aa9429562:" + strconv.FormatInt(tt.gno, 10)
+		t.Run(want, func(t *testing.T) {
+			if txn.Flavor != FlavorMySQL || txn.GTID() != want || txn.MySQL.SID != sid || txn.MySQL.GNO != uint64(tt.gno) || txn.MySQL.Tag != "" {
+				t.Errorf("%s transaction %s, want mysql %s", txn.Flavor, txn.GTID(), want)
+			}
+			if txn.LastCommitted != tt.last || txn.SequenceNumber != tt.seq {
+				t.Errorf("logical clock %d/%d, want %d/%d", txn.LastCommitted, txn.SequenceNumber, tt.last, tt.seq)
+			}
+			if txn.Flags != tt.flags {
+				t.Errorf("Flags %05b, want %05b", txn.Flags, tt.flags)
+			}
+			if !slices.Equal(txn.Schemas, tt.schemas) || !slices.Equal(txn.Tables, tt.tables) {
+				t.Errorf("Schemas %q Tables %v, want %q %v", txn.Schemas, txn.Tables, tt.schemas, tt.tables)
+			}
+			if rows := txn.RowEvents(); len(rows) != tt.rows || (tt.rows > 0 && rows[0].Version != 2) {
+				t.Errorf("%d row events, want %d of version 2", len(rows), tt.rows)
+			}
+			first, last := txn.Events[0].Header.EventType, txn.Events[len(txn.Events)-1].Header.EventType
+			if first != tt.beginEvent || last != tt.commitEvent {
+				t.Errorf("events run from %s to %s", first, last)
+			}
+			if txn.MariaDB != (gtid.MariaDBGTID{}) {
+				t.Errorf("MySQL transaction carries MariaDB GTID %s", txn.MariaDB)
+			}
+			checkTxnEvents(t, txn, tt.group, format)
+		})
+	}
+}
+
+func TestDecoderRealBinlog(t *testing.T) {
+	data := readFixture(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "relay-000001.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := openTestRelay(t, dir, 0)
+	ddl := FlagDDL | FlagStandalone | FlagAllowParallel
+	innodb := FlagTransactional | FlagAllowParallel
+	tests := []struct {
+		gtid   string
+		flags  TxnFlags
+		tables []TableRef
+		rows   int
+		events int
+		last   replication.EventType
+	}{
+		{"0-1-1", ddl, nil, 0, 1, replication.QUERY_EVENT},
+		{"0-1-2", ddl, nil, 0, 1, replication.QUERY_EVENT},
+		{"0-1-3", innodb, refs("d1", "t"), 1, 4, replication.XID_EVENT},
+		{"0-1-4", innodb, refs("d1", "t"), 2, 7, replication.XID_EVENT},
+		{"1-1-1", ddl, nil, 0, 1, replication.QUERY_EVENT},
+		{"1-1-2", FlagAllowParallel, refs("d1", "m"), 1, 4, replication.QUERY_EVENT},
+		{"1-1-3", FlagAllowParallel, nil, 0, 2, replication.QUERY_EVENT},
+		{"0-1-5", innodb, nil, 0, 2, replication.XID_EVENT},
+	}
+	txns := decodeAll(t, l, gtid.MariaDBPosition{})
+	if len(txns) != len(tests) {
+		t.Fatalf("%d transactions, want %d", len(txns), len(tests))
+	}
+	format := data[4 : 4+252]
+	size := 0
+	for i, tt := range tests {
+		txn := txns[i]
+		if txn.GTID() != tt.gtid || txn.Flags != tt.flags || !slices.Equal(txn.Tables, tt.tables) {
+			t.Errorf("transaction %d: %s flags %05b tables %v; want %s %05b %v", i, txn.GTID(), txn.Flags, txn.Tables, tt.gtid, tt.flags, tt.tables)
+		}
+		if len(txn.RowEvents()) != tt.rows || len(txn.Events) != tt.events || txn.Events[len(txn.Events)-1].Header.EventType != tt.last {
+			t.Errorf("%s: %d events, %d row events, ending with %s", tt.gtid, len(txn.Events), len(txn.RowEvents()), txn.Events[len(txn.Events)-1].Header.EventType)
+		}
+		if !bytes.Equal(txn.Format.Raw, format) {
+			t.Errorf("%s: Format is not the binlog's format description", tt.gtid)
+		}
+		raw := txn.Begin.Raw
+		for _, ev := range txn.Events {
+			raw = append(bytes.Clone(raw), ev.Raw...)
+		}
+		if txn.Size != len(raw) || !bytes.Contains(data, raw) {
+			t.Errorf("%s: the events are not the binlog's bytes", tt.gtid)
+		}
+		size += txn.Size
+	}
+	if rows := txns[3].RowEvents(); len(rows) == 2 && (len(rows[1].Rows) != 2 || rows[1].Rows[1][1] != "z") {
+		t.Errorf("update rows: %v", rows[1].Rows)
+	}
+	if size != 1664 {
+		t.Errorf("transactions hold %d bytes, the binlog's groups 1664", size)
+	}
+	if got := decodeAll(t, l, mustPosition(t, "0-1-4,1-1-2")); len(got) != 2 || got[0].GTID() != "1-1-3" || got[1].GTID() != "0-1-5" {
+		t.Errorf("after 0-1-4,1-1-2 the decoder returned %d transactions", len(got))
+	}
+}

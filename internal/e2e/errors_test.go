@@ -1,0 +1,304 @@
+// This file proves that every bad input makes gapless replicate exit non-zero
+// with one "gapless: ..." line that names the problem and what to do, before
+// anything is applied, and that a second applier on the same target is
+// refused while the first goes on to finish exactly once.
+package e2e
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"gapless/internal/checkpoint"
+	"gapless/internal/gtid"
+	"gapless/internal/sandbox"
+)
+
+// replicateArgs is a replicate command line without --until.
+func replicateArgs(source, target, relay string, extra ...string) []string {
+	return append([]string{"replicate", "--source", source, "--target", target, "--relay-dir", relay, "--progress", "0"}, extra...)
+}
+
+// requireRefused checks that r failed with exactly one "gapless: ..." line on
+// stderr holding every one of words (case-insensitive), and logs that line.
+func requireRefused(t *testing.T, r run, words ...string) {
+	t.Helper()
+	msg := strings.TrimSpace(r.stderr)
+	t.Logf("exit %d: %s", r.code, msg)
+	if r.code == 0 || r.signaled {
+		t.Errorf("exit code %d (signaled %v), want a non-zero exit", r.code, r.signaled)
+	}
+	if !strings.HasPrefix(msg, "gapless: ") || strings.Contains(msg, "\n") {
+		t.Errorf("stderr is not one \"gapless: ...\" line:\n%s", r.stderr)
+	}
+	for _, w := range words {
+		if !strings.Contains(strings.ToLower(msg), strings.ToLower(w)) {
+			t.Errorf("the message does not say %q", w)
+		}
+	}
+}
+
+// requireNothingApplied checks that the target holds neither the schema
+// schema nor gapless's own, and wrote nothing to its binlog.
+func requireNothingApplied(t *testing.T, sb *sandboxT, schema string) {
+	t.Helper()
+	var n int
+	err := rootDB(t, sb.Target).QueryRow(
+		"SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN (?, ?)", schema, checkpoint.Schema).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("the target has %d of the schemas %s and %s; it should have neither", n, schema, checkpoint.Schema)
+	}
+	if pos := binlogPos(t, sb.Target); pos != "" {
+		t.Errorf("the target wrote %s to its binlog; it should have written nothing", pos)
+	}
+}
+
+// closedPort is a loopback port nothing listens on.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
+}
+
+// appliedPosition is the position of the default stream on the target.
+func appliedPosition(ctx context.Context, sb *sandboxT) (gtid.MariaDBPosition, error) {
+	db, err := sb.Target.Open("")
+	if err != nil {
+		return gtid.MariaDBPosition{}, err
+	}
+	defer db.Close()
+	return checkpoint.ForStream(db, "default").Position(ctx)
+}
+
+// waitApplied polls the target until its position covers want and is not
+// empty; stderr is the running gapless's, shown when the wait times out.
+func waitApplied(t *testing.T, sb *sandboxT, want gtid.MariaDBPosition, timeout time.Duration, stderr interface{ String() string }) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		pos, err := appliedPosition(ctx, sb)
+		cancel()
+		if err == nil && !pos.IsEmpty() && pos.Covers(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the target's position is %q (error: %v) after %s, want %q\ngapless stderr:\n%s", pos.String(), err, timeout, want.String(), stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func primaryPosition(t *testing.T, sb *sandboxT) gtid.MariaDBPosition {
+	t.Helper()
+	p, err := gtid.ParseMariaDBPosition(binlogPos(t, sb.Primary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// stopAndRequireExit0 sends SIGTERM to a background gapless and checks it exits 0.
+func stopAndRequireExit0(t *testing.T, pid int, wait func() run) run {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r := wait()
+	if r.code != 0 || r.signaled {
+		t.Fatalf("gapless exited %d after SIGTERM (signaled %v)\nstdout:\n%s\nstderr:\n%s", r.code, r.signaled, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// purgeBinlogs rotates the binlog and purges every file before the new one.
+// The server keeps a file until the engine has made its transactions
+// durable, so the purge is repeated until it took.
+func purgeBinlogs(t *testing.T, srv *sandbox.Server) {
+	t.Helper()
+	mustExec(t, srv, "FLUSH BINARY LOGS")
+	db := rootDB(t, srv)
+	var newest string
+	var discard any
+	if err := db.QueryRow("SHOW MASTER STATUS").Scan(&newest, &discard, &discard, &discard); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mustExec(t, srv, "PURGE BINARY LOGS TO '"+newest+"'")
+		var first string
+		if err := db.QueryRow("SHOW BINARY LOGS").Scan(&first, &discard); err != nil {
+			t.Fatal(err)
+		}
+		if first == newest {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server still has %s after PURGE BINARY LOGS TO %q", first, newest)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestRefusesWrongPasswords(t *testing.T) {
+	sb := upSandbox(t)
+	relay := filepath.Join(t.TempDir(), "relay")
+	const bad = "Not-The-Password"
+	t.Run("source", func(t *testing.T) {
+		r := gapless(t, nil, replicateArgs(sb.Primary.URL(sandbox.ReplUser, bad), sb.TargetURL, relay)...)
+		requireRefused(t, r, "source", "access denied", "user '"+sandbox.ReplUser+"'", "wrong password")
+		if strings.Contains(r.stderr+r.stdout, bad) {
+			t.Error("gapless printed the password")
+		}
+	})
+	t.Run("target", func(t *testing.T) {
+		r := gapless(t, nil, replicateArgs(sb.SourceURL, sb.Target.URL(sandbox.ApplierUser, bad), relay)...)
+		requireRefused(t, r, "target", "access denied", "user '"+sandbox.ApplierUser+"'", "wrong password")
+		if strings.Contains(r.stderr+r.stdout, bad) {
+			t.Error("gapless printed the password")
+		}
+	})
+	requireNothingApplied(t, sb, "w")
+}
+
+func TestRefusesUnreachableHosts(t *testing.T) {
+	sb := upSandbox(t)
+	relay := filepath.Join(t.TempDir(), "relay")
+	port := closedPort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	t.Run("source", func(t *testing.T) {
+		r := gapless(t, nil, replicateArgs("mysql://repl:repl@"+addr, sb.TargetURL, relay)...)
+		requireRefused(t, r, "source", "cannot reach "+addr, "connection refused")
+	})
+	t.Run("target", func(t *testing.T) {
+		r := gapless(t, nil, replicateArgs(sb.SourceURL, "mysql://gapless:gapless@"+addr, relay)...)
+		requireRefused(t, r, "target", "cannot reach "+addr, "connection refused")
+	})
+}
+
+func TestRefusesSourceUserWithoutReplicationSlave(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"SET sql_log_bin=0",
+		"CREATE USER 'norepl'@'%' IDENTIFIED BY 'norepl'",
+		"GRANT SELECT, BINLOG MONITOR ON *.* TO 'norepl'@'%'",
+	)
+	smallWorkload(t, sb, 20, 11)
+	r := gapless(t, nil, append(replicateArgs(sb.Primary.URL("norepl", "norepl"), sb.TargetURL, filepath.Join(t.TempDir(), "relay")),
+		"--until", binlogPos(t, sb.Primary))...)
+	requireRefused(t, r, "source", "user 'norepl'", "lacks the REPLICATION SLAVE privilege", "GRANT REPLICATION SLAVE ON *.* TO 'norepl'@'%'")
+}
+
+func TestRefusesTargetUserWithoutApplyPrivileges(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Target,
+		"SET sql_log_bin=0",
+		"CREATE USER 'weak'@'%' IDENTIFIED BY 'weak'",
+		"GRANT SELECT, INSERT ON *.* TO 'weak'@'%'",
+	)
+	smallWorkload(t, sb, 20, 12)
+	r := gapless(t, nil, append(replicateArgs(sb.SourceURL, sb.Target.URL("weak", "weak"), filepath.Join(t.TempDir(), "relay")),
+		"--until", binlogPos(t, sb.Primary))...)
+	requireRefused(t, r, "target", "user 'weak'@'%' lacks", "BINLOG ADMIN", "BINLOG REPLAY", "SUPER", "GRANT", "nothing was applied")
+	requireNothingApplied(t, sb, "w")
+}
+
+func TestRefusesSourcesWithoutRowBinlog(t *testing.T) {
+	noBinlog := sandbox.StartForTest(t, sandbox.ServerConfig{Name: "nobinlog", Binlog: false})
+	statement := sandbox.StartForTest(t, sandbox.ServerConfig{Name: "statement", Binlog: true, BinlogFormat: "STATEMENT"})
+	relay := filepath.Join(t.TempDir(), "relay")
+	t.Run("no binlog", func(t *testing.T) {
+		r := gapless(t, nil, replicateArgs(noBinlog.URL(sandbox.ReplUser, sandbox.ReplPassword),
+			statement.URL(sandbox.ApplierUser, sandbox.ApplierPassword), relay)...)
+		requireRefused(t, r, "source", "has no binlog", "log_bin=OFF", "binlog_format=ROW")
+	})
+	t.Run("statement format", func(t *testing.T) {
+		r := gapless(t, nil, replicateArgs(statement.URL(sandbox.ReplUser, sandbox.ReplPassword),
+			noBinlog.URL(sandbox.ApplierUser, sandbox.ApplierPassword), relay)...)
+		requireRefused(t, r, "source", "binlog_format=STATEMENT", "ROW or MIXED")
+	})
+}
+
+func TestRefusesSourceThatPurgedTheNeededBinlogs(t *testing.T) {
+	sb := upSandbox(t)
+	smallWorkload(t, sb, 50, 13)
+	purgeBinlogs(t, sb.Primary)
+	r := gapless(t, nil, append(replicateArgs(sb.SourceURL, sb.TargetURL, filepath.Join(t.TempDir(), "relay")),
+		"--until", binlogPos(t, sb.Primary))...)
+	requireRefused(t, r, "source", "no longer has the binlogs", "purged", "re-seed the target")
+}
+
+func TestRefusesUnwritableRelayDir(t *testing.T) {
+	sb := upSandbox(t)
+	smallWorkload(t, sb, 20, 14)
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	relay := filepath.Join(file, "relay")
+	r := gapless(t, nil, append(replicateArgs(sb.SourceURL, sb.TargetURL, relay), "--until", binlogPos(t, sb.Primary))...)
+	requireRefused(t, r, "relay directory "+relay, "not a directory", "--relay-dir")
+	requireNothingApplied(t, sb, "w")
+}
+
+func TestRefusesInvalidFlags(t *testing.T) {
+	sb := upSandbox(t)
+	relay := filepath.Join(t.TempDir(), "relay")
+	noEnv := []string{"GAPLESS_SOURCE=", "GAPLESS_TARGET="}
+	cases := []struct {
+		name  string
+		args  []string
+		words []string
+	}{
+		{"until garbage", replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", "garbage"),
+			[]string{"--until", `"garbage"`, "e.g. 0-1-51253"}},
+		{"skip-gtid x", replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--skip-gtid", "x"),
+			[]string{"--skip-gtid", `"x"`, "e.g. 0-1-51253"}},
+		{"unknown scheme", replicateArgs(strings.Replace(sb.SourceURL, "mysql://", "postgres://", 1), sb.TargetURL, relay),
+			[]string{"source", `unknown URL scheme "postgres"`, "mysql://user:password@host:port"}},
+		{"missing source", []string{"replicate", "--target", sb.TargetURL, "--relay-dir", relay},
+			[]string{"--source is required", "$GAPLESS_SOURCE"}},
+		{"unknown flag", replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--untill", "0-1-1"),
+			[]string{"unknown flag", "--untill"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			requireRefused(t, gapless(t, noEnv, c.args...), c.words...)
+		})
+	}
+	if _, err := os.Stat(relay); err == nil {
+		t.Errorf("a refused run created the relay directory %s", relay)
+	}
+	requireNothingApplied(t, sb, "w")
+}
+
+func TestSecondApplierIsRefusedWhileTheFirstRuns(t *testing.T) {
+	sb := upSandbox(t)
+	smallWorkload(t, sb, 1500, 15)
+	dir := t.TempDir()
+	first, firstErr, waitFirst := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, filepath.Join(dir, "relay1"))...)
+	waitApplied(t, sb, gtid.MariaDBPosition{}, 30*time.Second, firstErr)
+
+	second := gapless(t, nil, append(replicateArgs(sb.SourceURL, sb.TargetURL, filepath.Join(dir, "relay2")),
+		"--until", binlogPos(t, sb.Primary))...)
+	requireRefused(t, second, "another gapless is already applying stream \"default\"", "connection ", "of user gapless", "from 127.0.0.1")
+
+	smallWorkload(t, sb, 200, 16)
+	waitApplied(t, sb, primaryPosition(t, sb), 60*time.Second, firstErr)
+	stopAndRequireExit0(t, first.Process.Pid, waitFirst)
+	requireEqual(t, sb)
+}

@@ -1,0 +1,141 @@
+// This file proves that restarts lose and duplicate nothing: the source or
+// the target restarting under a running gapless, gapless killed with SIGKILL
+// at random instants, and a relay log corrupted on disk all end with every
+// table of the target equal to the primary.
+package e2e
+
+import (
+	"context"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"gapless/internal/gtid"
+	"gapless/internal/sandbox"
+)
+
+// restartUnderReplication runs gapless in the background while the primary
+// is written, restarts srv in the middle, writes more, and checks that
+// gapless catches up, stops with exit 0 on SIGTERM, and the tables are equal.
+func restartUnderReplication(t *testing.T, sb *sandboxT, srv *sandbox.Server) {
+	t.Helper()
+	smallWorkload(t, sb, 800, 21)
+	cmd, stderr, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, filepath.Join(t.TempDir(), "relay"))...)
+	waitApplied(t, sb, gtid.MariaDBPosition{}, 30*time.Second, stderr)
+	smallWorkload(t, sb, 1500, 22)
+
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	smallWorkload(t, sb, 500, 23)
+
+	waitApplied(t, sb, primaryPosition(t, sb), 90*time.Second, stderr)
+	r := stopAndRequireExit0(t, cmd.Process.Pid, wait)
+	t.Logf("gapless stderr:\n%s", r.stderr)
+	requireEqual(t, sb)
+}
+
+func TestSourceRestartDuringReplication(t *testing.T) {
+	sb := upSandbox(t)
+	restartUnderReplication(t, sb, sb.Primary)
+}
+
+func TestTargetRestartDuringReplication(t *testing.T) {
+	sb := upSandbox(t)
+	restartUnderReplication(t, sb, sb.Target)
+}
+
+func TestKillAtRandomInstantsThenRestart(t *testing.T) {
+	sb := upSandbox(t)
+	smallWorkload(t, sb, 3000, 31)
+	seed := time.Now().UnixNano()
+	t.Logf("random seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	relay := filepath.Join(t.TempDir(), "relay")
+	for i := range 5 {
+		cmd, _, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, relay)...)
+		after := time.Duration(50+rng.Intn(351)) * time.Millisecond
+		time.Sleep(after)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		r := wait()
+		if !r.signaled {
+			t.Fatalf("run %d exited %d before SIGKILL after %s\nstdout:\n%s\nstderr:\n%s", i, r.code, after, r.stdout, r.stderr)
+		}
+		pos, err := appliedPosition(context.Background(), sb)
+		t.Logf("run %d killed after %s; target position %q (%v)", i, after, pos.String(), err)
+	}
+	replicateUntilCaughtUp(t, sb, relay)
+	requireEqual(t, sb)
+}
+
+func TestCorruptRelayLogIsFetchedAgain(t *testing.T) {
+	sb := upSandbox(t)
+	smallWorkload(t, sb, 1000, 41)
+	mid := binlogPos(t, sb.Primary)
+	smallWorkload(t, sb, 2000, 42)
+	relay := filepath.Join(t.TempDir(), "relay")
+	r := gapless(t, nil, append(replicateArgs(sb.SourceURL, sb.TargetURL, relay), "--until", mid)...)
+	if r.code != 0 {
+		t.Fatalf("gapless replicate --until %s exited %d\nstdout:\n%s\nstderr:\n%s", mid, r.code, r.stdout, r.stderr)
+	}
+
+	segments, err := filepath.Glob(filepath.Join(relay, "relay-*.bin"))
+	if err != nil || len(segments) == 0 {
+		t.Fatalf("no relay segment in %s (%v)", relay, err)
+	}
+	segment := segments[len(segments)-1]
+	data, err := os.ReadFile(segment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := len(data) / 2
+	if at < 1024 {
+		t.Fatalf("relay segment %s holds only %d bytes", segment, len(data))
+	}
+	data[at] ^= 0xff
+	if err := os.WriteFile(segment, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("flipped byte %d of %s (%d bytes)", at, segment, len(data))
+
+	r = replicateUntilCaughtUp(t, sb, relay)
+	t.Logf("gapless stderr:\n%s", r.stderr)
+	requireEqual(t, sb)
+}
+
+func TestTargetRestartKeepsTheSingleWriterLock(t *testing.T) {
+	sb := upSandbox(t)
+	smallWorkload(t, sb, 200, 51)
+	dir := t.TempDir()
+	cmd, stderr, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, filepath.Join(dir, "relay1"))...)
+	waitApplied(t, sb, primaryPosition(t, sb), 60*time.Second, stderr)
+
+	if err := sb.Target.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := sb.Target.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	smallWorkload(t, sb, 100, 52)
+	waitApplied(t, sb, primaryPosition(t, sb), 60*time.Second, stderr)
+
+	second := gapless(t, nil, append(replicateArgs(sb.SourceURL, sb.TargetURL, filepath.Join(dir, "relay2")),
+		"--until", binlogPos(t, sb.Primary))...)
+	requireRefused(t, second, "another gapless is already applying stream \"default\"")
+
+	stopAndRequireExit0(t, cmd.Process.Pid, wait)
+	requireEqual(t, sb)
+}
