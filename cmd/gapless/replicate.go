@@ -204,8 +204,12 @@ func printProgress(p apply.Progress) {
 			busy++
 		}
 	}
-	fmt.Printf("applied %d (%.0f/s)  behind %d txns, %.1f s  position %s  workers busy %d/%d\n",
-		p.Applied, p.PerSecond, p.Behind, p.LagSeconds, emptyAsNone(p.Position.String()), busy, len(p.Workers))
+	source := ""
+	if !p.SourceConnected {
+		source = "  (source not connected)"
+	}
+	fmt.Printf("applied %d (%.0f/s)  behind %d txns, %.1f s  position %s  workers busy %d/%d%s\n",
+		p.Applied, p.PerSecond, p.Behind, p.LagSeconds, emptyAsNone(p.Position.String()), busy, len(p.Workers), source)
 }
 
 func emptyAsNone(s string) string {

@@ -78,6 +78,8 @@ type Progress struct {
 	Position   gtid.MariaDBPosition // gap-less applied position
 	Received   gtid.MariaDBPosition // end of the relay log
 	Workers    []WorkerStatus
+	// SourceConnected is false while the receiver is reconnecting.
+	SourceConnected bool
 }
 
 // Result says where a run ended.
@@ -92,6 +94,7 @@ type Replica struct {
 	cfg     Config
 	log     *slog.Logger
 	store   *checkpoint.Store
+	lock    *checkpoint.Lock
 	clog    *commitLog
 	workers []*worker
 	applied atomic.Int64
@@ -100,6 +103,7 @@ type Replica struct {
 	position   gtid.MariaDBPosition // gap-less applied position
 	positionGI int64                // group index position stands at
 	lastSource time.Time
+	receiver   *binlog.Receiver
 }
 
 // Run replicates until ctx ends (a stop), Until is applied, or an error that
@@ -136,6 +140,7 @@ func (r *Replica) run(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	defer lock.Release()
+	r.lock = lock
 	r.store, err = checkpoint.Open(ctx, r.cfg.Target, r.cfg.Stream, r.cfg.Session.WriteBinlog)
 	if err != nil {
 		return Result{}, err
@@ -167,8 +172,11 @@ func (r *Replica) run(ctx context.Context) (Result, error) {
 
 	for {
 		res, err := r.session(ctx, relay)
-		if errors.Is(err, binlog.ErrCorruptRelay) {
+		if errors.Is(err, binlog.ErrCorruptRelay) && ctx.Err() == nil {
 			r.log.Warn("relay log is corrupt; fetching its events again from the source", "error", err)
+			if err := relay.Reset(r.currentPosition()); err != nil {
+				return res, err
+			}
 			continue
 		}
 		return res, err
@@ -198,6 +206,9 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	pipeCtx, cancelPipe := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelPipe()
 	receiver := binlog.NewReceiver(r.cfg.Receiver, relay)
+	r.mu.Lock()
+	r.receiver = receiver
+	r.mu.Unlock()
 	recvErr := make(chan error, 1)
 	go func() { recvErr <- receiver.Run(pipeCtx) }()
 	decoder := binlog.NewDecoder(relay, applied)
@@ -443,6 +454,7 @@ func (r *Replica) reportProgress(relay *binlog.RelayLog) func() {
 				r.mu.Lock()
 				p.Position = r.position.Clone()
 				lastSource := r.lastSource
+				p.SourceConnected = r.receiver != nil && r.receiver.Connected()
 				r.mu.Unlock()
 				p.Workers = r.workerStatus()
 				p.Behind = behind(p.Received, p.Position)

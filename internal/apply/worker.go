@@ -146,6 +146,9 @@ func (w *worker) apply(ctx context.Context, j *job) error {
 			if err := w.reconnect(ctx); err != nil {
 				return err
 			}
+			if err := w.replica.lock.Ensure(run); err != nil {
+				return err
+			}
 			// The connection may have died during a commit: the checkpoint knows.
 			done, err := w.applied(run, j.txn)
 			if err != nil {

@@ -8,14 +8,19 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/go-sql-driver/mysql"
 )
 
 // Lock is the held single-writer lock of a stream.
 type Lock struct {
+	db     *sql.DB
+	stream string
+	name   string
+
+	mu   sync.Mutex
 	conn *sql.Conn
-	name string
 }
 
 func lockName(stream string) string { return "gapless." + stream }
@@ -33,7 +38,7 @@ func AcquireLock(ctx context.Context, db *sql.DB, stream string) (*Lock, error) 
 		return nil, fmt.Errorf("target: take the lock of stream %q: %w", stream, err)
 	}
 	if got.Int64 == 1 {
-		return &Lock{conn: conn, name: name}, nil
+		return &Lock{db: db, stream: stream, name: name, conn: conn}, nil
 	}
 	conn.Close()
 	holder := Holder(ctx, db, stream)
@@ -57,10 +62,38 @@ func Holder(ctx context.Context, db *sql.DB, stream string) string {
 	return fmt.Sprintf("connection %d of user %s from %s", id.Int64, user, host)
 }
 
+// Ensure checks that the lock is still held, and takes it again when its
+// connection died with a target restart; it fails, naming the holder, when
+// another applier took it meanwhile.
+func (l *Lock) Ensure(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var mine sql.NullInt64
+	if l.conn != nil && l.conn.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", l.name).Scan(&mine) == nil && mine.Int64 == 1 {
+		return nil
+	}
+	if l.conn != nil {
+		l.conn.Close()
+		l.conn = nil
+	}
+	again, err := AcquireLock(ctx, l.db, l.stream)
+	if err != nil {
+		return err
+	}
+	l.conn = again.conn
+	return nil
+}
+
 // Release frees the lock.
 func (l *Lock) Release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn == nil {
+		return
+	}
 	l.conn.ExecContext(context.Background(), "DO RELEASE_LOCK(?)", l.name)
 	l.conn.Close()
+	l.conn = nil
 }
 
 func mysqlCode(err error) uint16 {
