@@ -152,6 +152,12 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 			return err
 		}
 	}
+	// Causal order commits a domain's transactions out of sequence, which a
+	// binlog in GTID strict mode refuses: the target writes them under GTIDs of its own.
+	keepGTID := writeBinlog && f.commitOrder == string(apply.Strict)
+	if writeBinlog && !keepGTID {
+		fmt.Fprintln(os.Stderr, "note: with --commit-order causal the target's binlog gets GTIDs of its own, not the source's")
+	}
 	serverID := f.serverID
 	if serverID == 0 {
 		h := fnv.New32a()
@@ -174,7 +180,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		},
 		Relay:       binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize},
 		Target:      tgtDB,
-		Session:     target.Options{KeepGTID: writeBinlog, WriteBinlog: writeBinlog},
+		Session:     target.Options{KeepGTID: keepGTID, WriteBinlog: writeBinlog},
 		Workers:     f.workers,
 		Policy:      f.policy,
 		CommitOrder: apply.CommitOrder(f.commitOrder),

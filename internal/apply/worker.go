@@ -166,7 +166,11 @@ func (w *worker) apply(ctx context.Context, j *job) error {
 		w.setState(StateApplying, j)
 		stmt := w.checkpointStatement(j)
 		var err error
-		if !j.skip {
+		if !j.skip && j.txn.Has(binlog.FlagStandalone) {
+			// A standalone statement commits before its checkpoint: it may be on the target already.
+			j.skip, err = w.session.InBinlog(run, j.txn)
+		}
+		if !j.skip && err == nil {
 			err = w.session.Execute(run, j.txn, stmt)
 		}
 		if err == nil && strict {

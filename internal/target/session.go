@@ -20,6 +20,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"gapless/internal/binlog"
+	"gapless/internal/gtid"
 )
 
 // Options say how transactions are written.
@@ -404,6 +405,24 @@ func formatFlags2(format binlog.Event) uint32 {
 
 func quoteName(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
+
+// InBinlog reports whether the target's binlog already holds txn under its
+// source GTID: a DDL commits on its own, before its checkpoint, so after a
+// crash between the two this is how its second execution is avoided.
+func (s *Session) InBinlog(ctx context.Context, txn *binlog.Transaction) (bool, error) {
+	if !s.opts.KeepGTID || txn.Flavor != binlog.FlavorMariaDB {
+		return false, nil
+	}
+	var text string
+	if err := s.conn.QueryRowContext(ctx, "SELECT @@global.gtid_binlog_pos").Scan(&text); err != nil {
+		return false, newApplyError(txn, err)
+	}
+	pos, err := gtid.ParseMariaDBPosition(text)
+	if err != nil {
+		return false, fmt.Errorf("target @@gtid_binlog_pos: %w", err)
+	}
+	return pos.Contains(txn.MariaDB), nil
 }
 
 // Skip records txn as applied without applying it: only its position is written.

@@ -1,0 +1,178 @@
+// This file owns the MariaDB servers a benchmark starts: every one is
+// registered so an error or an interrupt kills it, and a target is started
+// from a copy of a template datadir that already holds the prepared tables.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"gapless/internal/sandbox"
+)
+
+// fleet remembers the servers this process started, to kill them all on exit.
+type fleet struct {
+	mu      sync.Mutex
+	servers map[*sandbox.Server]bool
+}
+
+func newFleet() *fleet { return &fleet{servers: map[*sandbox.Server]bool{}} }
+
+func (f *fleet) start(ctx context.Context, cfg sandbox.ServerConfig) (*sandbox.Server, error) {
+	srv, err := sandbox.StartServer(ctx, cfg)
+	if srv != nil {
+		f.mu.Lock()
+		f.servers[srv] = true
+		f.mu.Unlock()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("starting server %s in %s: %w", cfg.Name, cfg.Dir, err)
+	}
+	return srv, nil
+}
+
+// kill ends a server at once (its data is thrown away) and forgets it.
+func (f *fleet) kill(srv *sandbox.Server) error {
+	f.mu.Lock()
+	delete(f.servers, srv)
+	f.mu.Unlock()
+	if err := srv.Kill(); err != nil {
+		return fmt.Errorf("killing server %s: %w", srv.Config.Name, err)
+	}
+	return nil
+}
+
+// stop shuts a server down cleanly, so its datadir can be copied, and forgets it.
+func (f *fleet) stop(srv *sandbox.Server) error {
+	f.mu.Lock()
+	delete(f.servers, srv)
+	f.mu.Unlock()
+	if err := srv.Stop(); err != nil {
+		return fmt.Errorf("stopping server %s: %w", srv.Config.Name, err)
+	}
+	return nil
+}
+
+// forget leaves a server running past the end of the benchmark.
+func (f *fleet) forget(srv *sandbox.Server) {
+	f.mu.Lock()
+	delete(f.servers, srv)
+	f.mu.Unlock()
+}
+
+func (f *fleet) killAll() {
+	f.mu.Lock()
+	servers := make([]*sandbox.Server, 0, len(f.servers))
+	for s := range f.servers {
+		servers = append(servers, s)
+	}
+	f.servers = map[*sandbox.Server]bool{}
+	f.mu.Unlock()
+	for _, s := range servers {
+		if err := s.Kill(); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: killing %s: %v\n", s.Config.Name, err)
+		}
+	}
+}
+
+// targetConfig is the one configuration every contender's target gets.
+func targetConfig(dir string, durable bool) sandbox.ServerConfig {
+	return sandbox.ServerConfig{Name: "target", Dir: dir, Binlog: true, Durable: durable}
+}
+
+// copyDatadir copies a stopped server's datadir to dst, which must not exist.
+func copyDatadir(ctx context.Context, src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("copying datadir: %w", err)
+	}
+	out, err := exec.CommandContext(ctx, "cp", "-a", "--reflink=auto", src, dst).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("copying datadir %s to %s: %w: %s", src, dst, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// clientArgs are the mariadb client options that reach srv as root.
+func clientArgs(srv *sandbox.Server) []string {
+	return []string{"--no-defaults", "--user=root", "--socket=" + srv.Socket}
+}
+
+// copyTables dumps databases from src and loads them into dst without
+// writing dst's binlog, so dst's GTID history stays empty.
+func copyTables(ctx context.Context, src, dst *sandbox.Server, databases []string) error {
+	dumpArgs := append(clientArgs(src), "--single-transaction", "--skip-dump-date", "--databases")
+	dump := exec.CommandContext(ctx, "mariadb-dump", append(dumpArgs, databases...)...)
+	load := exec.CommandContext(ctx, "mariadb", append(clientArgs(dst), "--init-command=SET SESSION sql_log_bin=0")...)
+	var dumpErr, loadErr strings.Builder
+	dump.Stderr, load.Stderr = &dumpErr, &loadErr
+	pipe, err := dump.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("dump %v: %w", databases, err)
+	}
+	load.Stdin = pipe
+	if err := dump.Start(); err != nil {
+		return fmt.Errorf("starting mariadb-dump: %w", err)
+	}
+	if err := load.Start(); err != nil {
+		_ = dump.Process.Kill()
+		_ = dump.Wait()
+		return fmt.Errorf("starting mariadb: %w", err)
+	}
+	loadWait := load.Wait()
+	if loadWait != nil {
+		_, _ = io.Copy(io.Discard, pipe)
+	}
+	dumpWait := dump.Wait()
+	if dumpWait != nil {
+		return fmt.Errorf("mariadb-dump %v from %s: %w: %s", databases, src.Config.Name, dumpWait, strings.TrimSpace(dumpErr.String()))
+	}
+	if loadWait != nil {
+		return fmt.Errorf("loading %v into %s: %w: %s", databases, dst.Config.Name, loadWait, strings.TrimSpace(loadErr.String()))
+	}
+	return nil
+}
+
+func queryString(ctx context.Context, db *sql.DB, query string) (string, error) {
+	var s sql.NullString
+	if err := db.QueryRowContext(ctx, query).Scan(&s); err != nil {
+		return "", fmt.Errorf("%s: %w", query, err)
+	}
+	return s.String, nil
+}
+
+// rowAsMap reads the single row of a SHOW statement keyed by column name;
+// an empty map when it returns no row.
+func rowAsMap(ctx context.Context, db *sql.DB, query string) (map[string]string, error) {
+	rows, err := db.QueryContext(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", query, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", query, err)
+	}
+	out := map[string]string{}
+	if !rows.Next() {
+		return out, rows.Err()
+	}
+	values := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range values {
+		ptrs[i] = &values[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return nil, fmt.Errorf("%s: %w", query, err)
+	}
+	for i, c := range cols {
+		out[c] = values[i].String
+	}
+	return out, rows.Err()
+}
