@@ -43,6 +43,7 @@ type replicateFlags struct {
 	segmentSize    int64
 	verbose        bool
 	workers        int
+	batch          int
 	policy         string
 	commitOrder    string
 }
@@ -67,6 +68,7 @@ else from the target's @@gtid_slave_pos, else from the source's first binlog.`,
 	fl.StringVar(&f.source, "source", os.Getenv("GAPLESS_SOURCE"), "source (primary) URL mysql://user:password@host:port (default $GAPLESS_SOURCE)")
 	fl.StringVar(&f.target, "target", os.Getenv("GAPLESS_TARGET"), "target URL mysql://user:password@host:port (default $GAPLESS_TARGET)")
 	fl.IntVar(&f.workers, "workers", 16, "parallel target connections")
+	fl.IntVar(&f.batch, "batch", 32, "most consecutive transactions a worker applies in one target transaction (1: no batching)")
 	fl.StringVar(&f.policy, "policy", "writeset", "what may run in parallel: "+strings.Join(schedule.Names, " | "))
 	fl.StringVar(&f.commitOrder, "commit-order", "strict", "strict (commit in source order) | causal (commit once dependencies have)")
 	fl.StringVar(&f.until, "until", "", "stop, exit 0, once this GTID position is applied (e.g. 0-1-51253,1-1-10)")
@@ -93,6 +95,9 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	}
 	if f.workers < 1 || f.workers > 256 {
 		return fmt.Errorf("--workers %d: want 1 to 256", f.workers)
+	}
+	if f.batch < 1 || f.batch > 10000 {
+		return fmt.Errorf("--batch %d: want 1 to 10000", f.batch)
 	}
 	if !slices.Contains(schedule.Names, f.policy) {
 		return fmt.Errorf("--policy %q: want one of %s", f.policy, strings.Join(schedule.Names, ", "))
@@ -182,6 +187,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		Target:      tgtDB,
 		Session:     target.Options{KeepGTID: keepGTID, WriteBinlog: writeBinlog},
 		Workers:     f.workers,
+		BatchMax:    f.batch,
 		Policy:      f.policy,
 		CommitOrder: apply.CommitOrder(f.commitOrder),
 		Start:       start,

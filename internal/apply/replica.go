@@ -18,6 +18,7 @@
 package apply
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -43,18 +44,24 @@ const (
 	Causal CommitOrder = "causal"
 )
 
+// batchBytes bounds the source bytes of one batch.
+const batchBytes = 4 << 20
+
 // causalWindow bounds how far past the gap-less position causal commit order
 // runs, which bounds the gaps a checkpoint row lists.
 const causalWindow = 256
 
 // Config is everything a replica run needs.
 type Config struct {
-	Stream      string
-	Receiver    binlog.ReceiverConfig
-	Relay       binlog.RelayOptions
-	Target      *sql.DB
-	Session     target.Options
-	Workers     int
+	Stream   string
+	Receiver binlog.ReceiverConfig
+	Relay    binlog.RelayOptions
+	Target   *sql.DB
+	Session  target.Options
+	Workers  int
+	// BatchMax is how many consecutive transactions a worker may apply in
+	// one target transaction (1: no batching).
+	BatchMax    int
 	Policy      string
 	CommitOrder CommitOrder
 	// Start is the position to start from when the target has none.
@@ -104,6 +111,8 @@ type Replica struct {
 	positionGI int64                // group index position stands at
 	lastSource time.Time
 	receiver   *binlog.Receiver
+
+	pending *binlog.Transaction // taken from the decoder but not yet dispatched (coordinator only)
 }
 
 // Run replicates until ctx ends (a stop), Until is applied, or an error that
@@ -274,6 +283,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		stopped   = ctx.Done()
 	)
 	received := recvErr // nil once the receiver has ended
+	queue := (<-chan *binlog.Transaction)(txns)
 	for {
 		if stopping && len(inflight) == 0 {
 			cancelPipe()
@@ -284,7 +294,13 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		}
 		var in <-chan *binlog.Transaction
 		if !stopping && len(idle) > 0 && barrier == 0 {
-			in = txns
+			in = queue
+			if r.pending != nil {
+				one := make(chan *binlog.Transaction, 1)
+				one <- r.pending
+				r.pending = nil
+				in = one
+			}
 		}
 		select {
 		case <-stopped:
@@ -303,41 +319,56 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 				r.clog.drop(r.highestStarted())
 				continue
 			}
-			if txn.Flavor != binlog.FlavorMariaDB {
-				stopping, runErr = true, fmt.Errorf("%s: only MariaDB sources are applied so far", txn)
+			batch, more, err := r.gather(txn, queue, skip)
+			if err != nil {
+				stopping, runErr = true, err
 				continue
 			}
-			if r.cfg.Until != nil && !r.cfg.Until.Contains(txn.MariaDB) {
+			if !more {
+				queue = nil // the decoder ended
+				stopping, runErr = true, <-decErr
+			}
+			if len(batch) == 0 {
 				stopping, reason = true, "until reached"
 				continue
 			}
-			gi++
-			deps, err := policy.Admit(gi, txn)
-			if err != nil {
-				stopping, runErr = true, fmt.Errorf("schedule %s: %w", txn, err)
-				gi--
-				continue
+			j := &job{gi: gi + 1, txns: batch, skip: len(batch) == 1 && skip[batch[0].MariaDB]}
+			for _, member := range batch {
+				gi++
+				deps, err := policy.Admit(gi, member)
+				if err != nil {
+					return Result{}, fmt.Errorf("schedule %s: %w", member, err)
+				}
+				for _, d := range deps {
+					if d < j.gi {
+						j.deps = append(j.deps, d)
+					}
+				}
 			}
-			j := &job{gi: gi, txn: txn, deps: deps, skip: skip[txn.MariaDB]}
-			inflight[gi] = j
+			inflight[j.gi] = j
 			w := idle[len(idle)-1]
 			idle = idle[:len(idle)-1]
 			w.jobs <- j
 			if policy.Barrier() {
 				barrier = gi
 			}
+			if r.untilAfter(batch[len(batch)-1]) {
+				stopping, reason = true, "until reached"
+			}
 		case res := <-done:
 			idle = append(idle, res.w)
 			delete(inflight, res.job.gi)
-			if res.job.gi == barrier {
+			if res.job.last() == barrier {
 				barrier = 0
 			}
 			switch {
 			case res.err == nil:
-				policy.Committed(res.job.gi)
-				committed[res.job.gi] = res.job.txn
+				for i, member := range res.job.txns {
+					policy.Committed(res.job.gi + int64(i))
+					committed[res.job.gi+int64(i)] = member
+					crashPoint(r.applied.Add(1))
+				}
 				r.advance(committed)
-				crashPoint(r.applied.Add(1))
 				relay.Purge(r.currentPosition())
 				if !stopping && r.untilReached() {
 					stopping, reason = true, "until reached"
@@ -345,13 +376,67 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			case errors.Is(res.err, errDropped):
 			default:
 				if !stopping || runErr == nil {
-					runErr = stopError(res.err, res.job.txn)
+					runErr = stopError(res.err)
 				}
 				stopping = true
 				r.clog.drop(res.job.gi - 1)
 			}
 		}
 	}
+}
+
+// gather takes txn and, while more are queued, the transactions after it
+// that can share one target transaction with it: a batch ends where the
+// queue runs dry, so batching never holds a transaction back. It returns no
+// transaction when txn lies beyond --until, and more=false when the decoder
+// has ended.
+func (r *Replica) gather(txn *binlog.Transaction, txns <-chan *binlog.Transaction, skip map[gtid.MariaDBGTID]bool) (batch []*binlog.Transaction, more bool, err error) {
+	accept := func(t *binlog.Transaction) error {
+		if t.Flavor != binlog.FlavorMariaDB {
+			return fmt.Errorf("%s: only MariaDB sources are applied so far", t)
+		}
+		return nil
+	}
+	if err := accept(txn); err != nil {
+		return nil, true, err
+	}
+	if r.cfg.Until != nil && !r.cfg.Until.Contains(txn.MariaDB) {
+		return nil, true, nil
+	}
+	batch = []*binlog.Transaction{txn}
+	if r.pending != nil {
+		panic("gather with a pending transaction")
+	}
+	size := txn.Size
+	for r.cfg.BatchMax > 1 && len(batch) < r.cfg.BatchMax && size < batchBytes && target.Batchable(txn) && !skip[txn.MariaDB] && !r.untilAfter(batch[len(batch)-1]) {
+		var next *binlog.Transaction
+		select {
+		case t, ok := <-txns:
+			if !ok {
+				return batch, false, nil
+			}
+			next = t
+		default:
+			return batch, true, nil
+		}
+		if !target.Batchable(next) || skip[next.MariaDB] || next.MariaDB.Domain != txn.MariaDB.Domain ||
+			!bytes.Equal(next.Format.Raw, txn.Format.Raw) || accept(next) != nil {
+			r.pending = next
+			return batch, true, nil
+		}
+		batch = append(batch, next)
+		size += next.Size
+	}
+	return batch, true, nil
+}
+
+// untilAfter reports whether txn is the last transaction --until asks for.
+func (r *Replica) untilAfter(txn *binlog.Transaction) bool {
+	if r.cfg.Until == nil {
+		return false
+	}
+	g, ok := r.cfg.Until.Get(txn.MariaDB.Domain)
+	return ok && txn.MariaDB.Seq >= g.Seq && len(r.cfg.Until.Domains()) == 1
 }
 
 // highestStarted is the highest group index a worker has begun to execute:
@@ -392,10 +477,10 @@ func (r *Replica) gapless() (int64, gtid.MariaDBPosition) {
 }
 
 // stopError adds to a permanent apply error how to get past it.
-func stopError(err error, txn *binlog.Transaction) error {
+func stopError(err error) error {
 	var ae *target.ApplyError
 	if errors.As(err, &ae) {
-		return fmt.Errorf("%w\nreplication stopped before %s; fix the cause and run again, or skip this transaction with --skip-gtid %s", err, txn.GTID(), txn.GTID())
+		return fmt.Errorf("%w\nreplication stopped before %s; fix the cause and run again, or skip this transaction with --skip-gtid %s", err, ae.GTID, ae.GTID)
 	}
 	return err
 }

@@ -48,12 +48,17 @@ type WorkerStatus struct {
 	Since time.Time
 }
 
+// job is one or more transactions with consecutive group indexes from gi
+// on, applied in one target transaction.
 type job struct {
 	gi   int64
-	txn  *binlog.Transaction
-	deps []int64
-	skip bool
+	txns []*binlog.Transaction
+	deps []int64 // group indexes before gi that must commit first
+	skip bool    // record as applied without applying (single transactions only)
 }
+
+func (j *job) last() int64                  { return j.gi + int64(len(j.txns)) - 1 }
+func (j *job) lastTxn() *binlog.Transaction { return j.txns[len(j.txns)-1] }
 
 type result struct {
 	w   *worker
@@ -102,8 +107,11 @@ func (w *worker) setState(s WorkerState, j *job) {
 	w.status.GTID = ""
 	w.gi = 0
 	if j != nil {
-		w.status.GTID = j.txn.GTID()
-		w.gi = j.gi
+		w.status.GTID = j.lastTxn().GTID()
+		if len(j.txns) > 1 {
+			w.status.GTID = j.txns[0].GTID() + ".." + w.status.GTID
+		}
+		w.gi = j.last()
 	}
 }
 
@@ -124,10 +132,27 @@ func (w *worker) loop(ctx context.Context, done chan<- result) {
 }
 
 // apply runs one job to its commit, or to errDropped when a stop or an
-// error stop comes first.
+// error stop comes first. A batch that fails for good is applied again one
+// transaction at a time, so the error names the transaction that failed.
 func (w *worker) apply(ctx context.Context, j *job) error {
+	err := w.applyJob(ctx, j)
+	var ae *target.ApplyError
+	if len(j.txns) == 1 || !errors.As(err, &ae) || ae.Transient() {
+		return err
+	}
+	w.log.Info("a batch failed; applying its transactions one by one", "first", j.txns[0].GTID(), "error", err)
+	for i, txn := range j.txns {
+		if err := w.applyJob(ctx, &job{gi: j.gi + int64(i), txns: []*binlog.Transaction{txn}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *worker) applyJob(ctx context.Context, j *job) error {
 	clog := w.replica.clog
 	strict := w.replica.cfg.CommitOrder == Strict
+	txn := j.lastTxn()
 	// The transaction in flight always finishes; only waits end early.
 	run := context.WithoutCancel(ctx)
 	w.setState(StateWaitingDeps, j)
@@ -135,7 +160,7 @@ func (w *worker) apply(ctx context.Context, j *job) error {
 		return err
 	}
 	if !strict {
-		if err := clog.waitWindow(run, j.gi, causalWindow); err != nil {
+		if err := clog.waitWindow(run, j.last(), causalWindow); err != nil {
 			return err
 		}
 	}
@@ -150,7 +175,7 @@ func (w *worker) apply(ctx context.Context, j *job) error {
 				return err
 			}
 			// The connection may have died during a commit: the checkpoint knows.
-			done, err := w.applied(run, j.txn)
+			done, err := w.applied(run, txn)
 			if err != nil {
 				w.log.Warn("cannot read the position back; reconnecting", "error", err)
 				w.close()
@@ -158,20 +183,20 @@ func (w *worker) apply(ctx context.Context, j *job) error {
 				continue
 			}
 			if done {
-				clog.commit(j.gi)
-				w.remember(j)
+				w.committed(j)
 				return nil
 			}
 		}
 		w.setState(StateApplying, j)
 		stmt := w.checkpointStatement(j)
+		skip := j.skip
 		var err error
-		if !j.skip && j.txn.Has(binlog.FlagStandalone) {
+		if !skip && txn.Has(binlog.FlagStandalone) {
 			// A standalone statement commits before its checkpoint: it may be on the target already.
-			j.skip, err = w.session.InBinlog(run, j.txn)
+			skip, err = w.session.InBinlog(run, txn)
 		}
-		if !j.skip && err == nil {
-			err = w.session.Execute(run, j.txn, stmt)
+		if !skip && err == nil {
+			err = w.session.Execute(run, j.txns, stmt)
 		}
 		if err == nil && strict {
 			w.drainYield()
@@ -179,7 +204,7 @@ func (w *worker) apply(ctx context.Context, j *job) error {
 			err = clog.waitTurn(run, j.gi, w.yield)
 			switch {
 			case errors.Is(err, errYield):
-				w.log.Info("rolled back to let an earlier transaction take its lock", "gtid", j.txn.GTID())
+				w.log.Info("rolled back to let an earlier transaction take its lock", "gtid", txn.GTID())
 				w.session.Rollback(run)
 				w.setState(StateRetrying, j)
 				if err := clog.waitTurn(run, j.gi, nil); err != nil {
@@ -192,15 +217,14 @@ func (w *worker) apply(ctx context.Context, j *job) error {
 			}
 		}
 		if err == nil {
-			if j.skip {
-				err = w.session.Skip(run, j.txn, stmt)
+			if skip {
+				err = w.session.Skip(run, txn, stmt)
 			} else {
-				err = w.session.Commit(run, j.txn)
+				err = w.session.Commit(run, txn)
 			}
 		}
 		if err == nil {
-			clog.commit(j.gi)
-			w.remember(j)
+			w.committed(j)
 			return nil
 		}
 		var ae *target.ApplyError
@@ -208,18 +232,28 @@ func (w *worker) apply(ctx context.Context, j *job) error {
 			return err
 		}
 		if target.Lost(ae.Err) {
-			w.log.Warn("target connection lost; reconnecting", "gtid", j.txn.GTID(), "error", ae.Err)
+			w.log.Warn("target connection lost; reconnecting", "gtid", txn.GTID(), "error", ae.Err)
 			w.close()
 			continue
 		}
 		if ae.Transient() && retries < maxRetries {
 			retries++
 			w.setState(StateRetrying, j)
-			w.log.Info("retrying after a transient target error", "gtid", j.txn.GTID(), "error", ae.Message, "retry", retries)
+			w.log.Info("retrying after a transient target error", "gtid", txn.GTID(), "error", ae.Message, "retry", retries)
 			time.Sleep(time.Duration(retries) * 5 * time.Millisecond)
 			continue
 		}
 		return ae
+	}
+}
+
+// committed records the job's transactions as committed.
+func (w *worker) committed(j *job) {
+	for i, txn := range j.txns {
+		w.replica.clog.commit(j.gi + int64(i))
+		if w.replica.cfg.CommitOrder == Causal {
+			w.mine = append(w.mine, committedTxn{gi: j.gi + int64(i), gtid: txn.MariaDB})
+		}
 	}
 }
 
@@ -230,11 +264,14 @@ func (w *worker) drainYield() {
 	}
 }
 
-// checkpointStatement is the position row the job's transaction writes.
+// checkpointStatement is the position row the job writes. A batch holds
+// one domain, so the row of its last transaction covers all of it under
+// strict order; under causal order its other members are listed too.
 func (w *worker) checkpointStatement(j *job) string {
 	store := w.replica.store
+	txn := j.lastTxn()
 	if w.replica.cfg.CommitOrder == Strict {
-		return store.Statement(w.slot, j.txn.MariaDB, j.txn.SourceTime)
+		return store.Statement(w.slot, txn.MariaDB, txn.SourceTime)
 	}
 	lowGI, low := w.replica.gapless()
 	kept := w.mine[:0]
@@ -244,17 +281,14 @@ func (w *worker) checkpointStatement(j *job) string {
 		}
 	}
 	w.mine = kept
-	above := make([]gtid.MariaDBGTID, len(w.mine))
-	for i, m := range w.mine {
-		above[i] = m.gtid
+	above := make([]gtid.MariaDBGTID, 0, len(w.mine)+len(j.txns)-1)
+	for _, m := range w.mine {
+		above = append(above, m.gtid)
 	}
-	return store.CausalStatement(w.slot, j.txn.MariaDB, j.txn.SourceTime, low, above)
-}
-
-func (w *worker) remember(j *job) {
-	if w.replica.cfg.CommitOrder == Causal {
-		w.mine = append(w.mine, committedTxn{gi: j.gi, gtid: j.txn.MariaDB})
+	for _, member := range j.txns[:len(j.txns)-1] {
+		above = append(above, member.MariaDB)
 	}
+	return store.CausalStatement(w.slot, txn.MariaDB, txn.SourceTime, low, above)
 }
 
 func (w *worker) connect(ctx context.Context) error {

@@ -240,6 +240,11 @@ func serialOnly(t *binlog.Transaction) *binlog.Transaction {
 	return t
 }
 
+func standalone(t *binlog.Transaction) *binlog.Transaction {
+	t.Flags |= binlog.FlagStandalone
+	return t
+}
+
 func mysqlDDL(lastCommitted, sequence int64) *binlog.Transaction {
 	t := mysqlClock(lastCommitted, sequence)
 	t.Events = []binlog.Event{query("ALTER TABLE db.t ADD c INT")}

@@ -109,38 +109,92 @@ func (s *Session) Forget() {
 // Apply executes and commits txn, with the checkpoint statement inside the
 // same target transaction. On error the target transaction is rolled back.
 func (s *Session) Apply(ctx context.Context, txn *binlog.Transaction, checkpoint string) error {
-	if err := s.Execute(ctx, txn, checkpoint); err != nil {
+	if err := s.Execute(ctx, []*binlog.Transaction{txn}, checkpoint); err != nil {
 		return err
 	}
 	return s.Commit(ctx, txn)
 }
 
-// Execute runs txn up to its commit, the checkpoint statement included, and
-// leaves the target transaction open for Commit. A standalone statement (DDL)
-// commits on its own here; its checkpoint waits for Commit.
-func (s *Session) Execute(ctx context.Context, txn *binlog.Transaction, checkpoint string) error {
-	if !bytes.Equal(s.format, txn.Format.Raw) {
+// Execute runs txns (one, or a batch of Batchable ones) up to their commit,
+// the checkpoint statement included, and leaves the target transaction open
+// for Commit. A standalone statement (DDL) commits on its own here; its
+// checkpoint waits for Commit.
+func (s *Session) Execute(ctx context.Context, txns []*binlog.Transaction, checkpoint string) error {
+	first := txns[0]
+	if !bytes.Equal(s.format, first.Format.Raw) {
 		// The server answers a format description BINLOG statement without
 		// saying whether more results follow, so it travels alone.
-		if len(txn.Format.Raw) == 0 {
-			return fmt.Errorf("%s has no format description event before it", txn)
+		if len(first.Format.Raw) == 0 {
+			return fmt.Errorf("%s has no format description event before it", first)
 		}
-		if _, err := s.conn.ExecContext(ctx, binlogStatement([][]byte{txn.Format.Raw})); err != nil {
+		if _, err := s.conn.ExecContext(ctx, binlogStatement([][]byte{first.Format.Raw})); err != nil {
 			s.Forget()
-			return newApplyError(txn, privilegeHint(err))
+			return newApplyError(first, privilegeHint(err))
 		}
-		s.format = txn.Format.Raw
+		s.format = first.Format.Raw
 	}
-	body, tail, err := s.script(txn, checkpoint)
+	var body, tail []string
+	var err error
+	if len(txns) == 1 {
+		body, tail, err = s.script(first, checkpoint)
+	} else {
+		body, tail, err = s.batchScript(txns, checkpoint)
+	}
 	if err != nil {
 		return err
 	}
 	s.tail = tail
 	if err := s.run(ctx, body); err != nil {
 		s.Rollback(ctx)
-		return newApplyError(txn, err)
+		return newApplyError(txns[len(txns)-1], err)
 	}
 	return nil
+}
+
+// Batchable reports whether txn may share a target transaction with its
+// neighbours: a MariaDB transaction of row events on transactional tables only.
+func Batchable(txn *binlog.Transaction) bool {
+	if txn.Flavor != binlog.FlavorMariaDB || txn.Has(binlog.FlagStandalone) ||
+		!txn.Has(binlog.FlagTransactional|binlog.FlagAllowParallel) || len(txn.Events) == 0 {
+		return false
+	}
+	for _, ev := range txn.Events {
+		switch ev.Data.(type) {
+		case *replication.TableMapEvent, *replication.RowsEvent, *replication.MariadbAnnotateRowsEvent, *replication.XIDEvent:
+		default:
+			return false
+		}
+	}
+	_, ok := txn.Events[len(txn.Events)-1].Data.(*replication.XIDEvent)
+	return ok
+}
+
+// batchScript applies Batchable transactions as one target transaction,
+// under the GTID of the last: the target shows the state after the last, a
+// state the source had.
+func (s *Session) batchScript(txns []*binlog.Transaction, checkpoint string) (body, tail []string, err error) {
+	last := txns[len(txns)-1]
+	if s.opts.KeepGTID {
+		body = append(body, fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=%d, @@session.gtid_seq_no=%d",
+			last.MariaDB.Domain, last.MariaDB.Server, last.MariaDB.Seq))
+	}
+	body = append(body, "BEGIN", checkpoint)
+	rows := rowBatcher{limit: (s.maxStatement - 1024) * 3 / 4}
+	for _, txn := range txns {
+		if !Batchable(txn) {
+			return nil, nil, fmt.Errorf("%s cannot be applied in a batch", txn)
+		}
+		for _, ev := range txn.Events {
+			switch e := ev.Data.(type) {
+			case *replication.TableMapEvent:
+				body = rows.addTableMap(body, ev.Raw)
+			case *replication.RowsEvent:
+				body = rows.addRows(body, ev.Raw, e.Flags&replication.RowsEventStmtEndFlag != 0)
+			}
+		}
+	}
+	body = rows.flush(body)
+	return body, []string{"COMMIT"}, nil
 }
 
 // Commit ends the transaction Execute left open.

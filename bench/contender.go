@@ -1,0 +1,214 @@
+// This file owns the contenders: MariaDB's own replica in its three modes,
+// gapless with a policy and a worker count, and mariadb-binlog piped into
+// the mariadb client. Each replays a recording onto a fresh target and
+// reports its catch-up time: from its start to the last GTID applied.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gapless/internal/sandbox"
+)
+
+// contender is one way of bringing a target up to a recording's end.
+type contender struct {
+	ID    string // as given to --contenders
+	Label string // as shown in tables and charts
+	Kind  string // "mariadb", "gapless", "mariadb-binlog"
+	// MariaDB replica settings.
+	ParallelThreads int
+	ParallelMode    string
+	// gapless settings.
+	Policy  string
+	Workers int
+}
+
+// runEnv is what one contender run needs.
+type runEnv struct {
+	rec     *recording
+	target  *sandbox.Server
+	dir     string // the run's own folder
+	gapless string // the gapless binary
+}
+
+// attempt is the outcome of one contender run.
+type attempt struct {
+	Seconds float64
+	Err     error
+	Equal   bool
+	Detail  string // the differing tables when not equal
+	Command string // how the contender was invoked, for reproduction
+}
+
+var gaplessPolicies = []string{"serial", "commit-id", "writeset", "schema", "domain"}
+
+// parseContender reads an id: mariadb-serial, mariadb-conservative,
+// mariadb-optimistic, gapless-POLICY-WORKERS, or mariadb-binlog. Parallel
+// MariaDB modes use workers threads.
+func parseContender(id string, workers int) (contender, error) {
+	switch id {
+	case "mariadb-serial":
+		return contender{ID: id, Label: "MariaDB replica, serial", Kind: "mariadb", ParallelMode: "conservative"}, nil
+	case "mariadb-conservative", "mariadb-optimistic":
+		mode := strings.TrimPrefix(id, "mariadb-")
+		return contender{ID: id, Label: fmt.Sprintf("MariaDB replica, %d %s", workers, mode), Kind: "mariadb", ParallelThreads: workers, ParallelMode: mode}, nil
+	case "mariadb-binlog":
+		return contender{ID: id, Label: "mariadb-binlog | mariadb", Kind: "mariadb-binlog"}, nil
+	}
+	if rest, ok := strings.CutPrefix(id, "gapless-"); ok {
+		i := strings.LastIndex(rest, "-")
+		if i > 0 {
+			policy, n := rest[:i], rest[i+1:]
+			w := workers
+			var err error
+			if n != "N" {
+				w, err = strconv.Atoi(n)
+			}
+			for _, p := range gaplessPolicies {
+				if p == policy && err == nil && w >= 1 {
+					return contender{ID: fmt.Sprintf("gapless-%s-%d", policy, w), Label: fmt.Sprintf("gapless %d %s", w, policy), Kind: "gapless", Policy: policy, Workers: w}, nil
+				}
+			}
+		}
+	}
+	return contender{}, fmt.Errorf("unknown contender %q: want mariadb-serial, mariadb-conservative, mariadb-optimistic, mariadb-binlog or gapless-POLICY-WORKERS (POLICY one of %s, WORKERS a number or N)",
+		id, strings.Join(gaplessPolicies, ", "))
+}
+
+func (c contender) run(ctx context.Context, env runEnv) attempt {
+	switch c.Kind {
+	case "mariadb":
+		return c.runMariaDBReplica(ctx, env)
+	case "gapless":
+		return c.runGapless(ctx, env)
+	default:
+		return c.runMariaDBBinlog(ctx, env)
+	}
+}
+
+// runMariaDBReplica times START SLAVE UNTIL the end position to the moment
+// MASTER_GTID_WAIT sees it applied.
+func (c contender) runMariaDBReplica(ctx context.Context, env runEnv) attempt {
+	db, err := env.target.Open("")
+	if err != nil {
+		return attempt{Err: fmt.Errorf("target: %w", err)}
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return attempt{Err: fmt.Errorf("target: %w", err)}
+	}
+	defer conn.Close()
+	src := env.rec.Primary
+	setup := []string{
+		fmt.Sprintf("SET GLOBAL slave_parallel_threads=%d", c.ParallelThreads),
+		fmt.Sprintf("SET GLOBAL slave_parallel_mode='%s'", c.ParallelMode),
+		fmt.Sprintf("SET GLOBAL gtid_slave_pos='%s'", env.rec.Start),
+		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos",
+			src.Port, sandbox.ReplUser, sandbox.ReplPassword),
+	}
+	startSlave := fmt.Sprintf("START SLAVE UNTIL master_gtid_pos='%s'", env.rec.End)
+	command := strings.Join(append(setup, startSlave), "; ")
+	for _, stmt := range setup {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return attempt{Err: fmt.Errorf("target: %s: %w", stmt, err), Command: command}
+		}
+	}
+	began := time.Now()
+	if _, err := conn.ExecContext(ctx, startSlave); err != nil {
+		return attempt{Err: fmt.Errorf("target: %s: %w", startSlave, err), Command: command}
+	}
+	for {
+		var reached int
+		if err := conn.QueryRowContext(ctx, "SELECT MASTER_GTID_WAIT(?, 1)", env.rec.End).Scan(&reached); err != nil {
+			return attempt{Err: fmt.Errorf("target: MASTER_GTID_WAIT: %w", err), Command: command}
+		}
+		if reached == 0 {
+			return attempt{Seconds: time.Since(began).Seconds(), Command: command}
+		}
+		status, err := rowAsMap(ctx, db, "SHOW SLAVE STATUS")
+		if err != nil {
+			return attempt{Err: fmt.Errorf("target: %w", err), Command: command}
+		}
+		if status["Slave_SQL_Running"] == "No" || status["Last_IO_Errno"] != "0" {
+			return attempt{Err: fmt.Errorf("MariaDB replica stopped before %s: SQL error %s %q, IO error %s %q, at %s",
+				env.rec.End, status["Last_SQL_Errno"], status["Last_SQL_Error"], status["Last_IO_Errno"], status["Last_IO_Error"], status["Gtid_Slave_Pos"]), Command: command}
+		}
+	}
+}
+
+func (c contender) gaplessArgs(env runEnv) []string {
+	return []string{"replicate",
+		"--source", env.rec.Primary.URL(sandbox.ReplUser, sandbox.ReplPassword),
+		"--target", env.target.URL(sandbox.ApplierUser, sandbox.ApplierPassword),
+		"--start-position", env.rec.Start, "--until", env.rec.End,
+		"--workers", strconv.Itoa(c.Workers), "--policy", c.Policy, "--commit-order", "strict",
+		"--progress", "0", "--relay-dir", filepath.Join(env.dir, "relay"),
+	}
+}
+
+// runGapless times the gapless process from its start to its exit at --until.
+func (c contender) runGapless(ctx context.Context, env runEnv) attempt {
+	args := c.gaplessArgs(env)
+	command := env.gapless + " " + strings.Join(args, " ")
+	cmd := exec.CommandContext(ctx, env.gapless, args...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	began := time.Now()
+	err := cmd.Run()
+	elapsed := time.Since(began).Seconds()
+	if err != nil {
+		return attempt{Err: fmt.Errorf("gapless replicate: %w: %s", err, lastLines(out.String(), 8)), Command: command}
+	}
+	return attempt{Seconds: elapsed, Command: command}
+}
+
+// runMariaDBBinlog times mariadb-binlog --start-position=START over the
+// primary's binlog files, which end at the recording's end, piped into the
+// mariadb client on the target.
+func (c contender) runMariaDBBinlog(ctx context.Context, env runEnv) attempt {
+	dumpArgs := append([]string{"--start-position=" + env.rec.Start}, env.rec.BinlogFiles...)
+	loadArgs := clientArgs(env.target)
+	command := "mariadb-binlog " + strings.Join(dumpArgs, " ") + " | mariadb " + strings.Join(loadArgs, " ")
+	dump := exec.CommandContext(ctx, "mariadb-binlog", dumpArgs...)
+	load := exec.CommandContext(ctx, "mariadb", loadArgs...)
+	var dumpErr, loadErr strings.Builder
+	dump.Stderr, load.Stderr = &dumpErr, &loadErr
+	pipe, err := dump.StdoutPipe()
+	if err != nil {
+		return attempt{Err: err, Command: command}
+	}
+	load.Stdin = pipe
+	began := time.Now()
+	if err := dump.Start(); err != nil {
+		return attempt{Err: fmt.Errorf("starting mariadb-binlog: %w", err), Command: command}
+	}
+	if err := load.Start(); err != nil {
+		_ = dump.Process.Kill()
+		_ = dump.Wait()
+		return attempt{Err: fmt.Errorf("starting mariadb: %w", err), Command: command}
+	}
+	loadWait := load.Wait()
+	if loadWait != nil {
+		_ = dump.Process.Kill()
+	}
+	dumpWait := dump.Wait()
+	elapsed := time.Since(began).Seconds()
+	var errs []error
+	if loadWait != nil {
+		errs = append(errs, fmt.Errorf("mariadb: %w: %s", loadWait, lastLines(loadErr.String(), 5)))
+	} else if dumpWait != nil {
+		errs = append(errs, fmt.Errorf("mariadb-binlog: %w: %s", dumpWait, lastLines(dumpErr.String(), 5)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return attempt{Err: err, Command: command}
+	}
+	return attempt{Seconds: elapsed, Command: command}
+}

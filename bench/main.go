@@ -1,0 +1,352 @@
+// Command bench compares gapless with MariaDB's own replication: it records
+// sysbench workloads in a sandbox primary's binlog, replays each with every
+// contender onto fresh, identically configured targets, verifies the target
+// and writes a markdown report and a PNG chart to bench/results.
+//
+//	go run ./bench --quick      # make bench-quick: W1 and W2, five contenders, one run
+//	go run ./bench              # make bench: W1-W6, every contender, median of three runs
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"gapless/internal/sandbox"
+	"gapless/internal/verify"
+)
+
+var quickContenders = []string{"mariadb-serial", "mariadb-conservative", "mariadb-optimistic", "gapless-writeset-N", "gapless-writeset-1"}
+
+func fullContenders() []string {
+	ids := []string{"mariadb-serial", "mariadb-conservative", "mariadb-optimistic"}
+	for _, p := range gaplessPolicies {
+		ids = append(ids, "gapless-"+p+"-N")
+	}
+	for _, p := range gaplessPolicies {
+		ids = append(ids, "gapless-"+p+"-1")
+	}
+	return append(ids, "mariadb-binlog")
+}
+
+type options struct {
+	quick       bool
+	workloadIDs string
+	contenders  string
+	runs        int
+	workers     int
+	fast        bool
+	scale       float64
+	gapless     string
+	outDir      string
+	name        string
+	workDir     string
+	keepFailed  bool
+	runTimeout  time.Duration
+}
+
+func main() {
+	var o options
+	flag.BoolVar(&o.quick, "quick", false, "W1 and W2, five contenders, one run (defaults that the other flags override)")
+	flag.StringVar(&o.workloadIDs, "workloads", "", "comma-separated workloads, W1 to W6 (default: all; --quick: W1,W2)")
+	flag.StringVar(&o.contenders, "contenders", "", "comma-separated contenders: mariadb-serial, mariadb-conservative, mariadb-optimistic, mariadb-binlog, gapless-POLICY-WORKERS (WORKERS a number or N) (default: all; --quick: "+strings.Join(quickContenders, ",")+")")
+	flag.IntVar(&o.runs, "runs", 0, "runs per contender and workload; the median counts (default 3; --quick: 1)")
+	flag.IntVar(&o.workers, "workers", 8, "N: parallel threads of MariaDB's parallel modes and gapless's workers")
+	flag.BoolVar(&o.fast, "fast", false, "non-durable targets: innodb_flush_log_at_trx_commit=2, sync_binlog=0")
+	flag.Float64Var(&o.scale, "scale", 1, "multiply every workload's transaction count")
+	flag.StringVar(&o.gapless, "gapless", "bin/gapless", "the gapless binary")
+	flag.StringVar(&o.outDir, "out", "bench/results", "folder for the report and chart")
+	flag.StringVar(&o.name, "name", "", "report name: results are <date>-<name>.md and .png (default: full; --quick: quick)")
+	flag.StringVar(&o.workDir, "workdir", "", "folder for the servers' data (default: a new folder in the temp dir, removed at the end)")
+	flag.BoolVar(&o.keepFailed, "keep-failed", false, "leave a failed or diverged run's target and its primary running, and keep the work folder")
+	flag.DurationVar(&o.runTimeout, "run-timeout", 10*time.Minute, "give up on one contender run after this long")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "bench: unexpected arguments %v\n", flag.Args())
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	ws, cs, err := o.resolve()
+	if err != nil {
+		return err
+	}
+	if err := checkPrograms(o.gapless); err != nil {
+		return err
+	}
+	workDir := o.workDir
+	removeWorkDir := false
+	if workDir == "" {
+		if workDir, err = os.MkdirTemp("", "gapless-bench-"); err != nil {
+			return fmt.Errorf("work folder: %w", err)
+		}
+		removeWorkDir = true
+	}
+	if workDir, err = filepath.Abs(workDir); err != nil {
+		return fmt.Errorf("work folder: %w", err)
+	}
+	fl := newFleet()
+	defer fl.killAll()
+
+	rp := &report{
+		Name: o.name, Command: commandLine(), Began: time.Now(), Machine: describeMachine(),
+		Durable: !o.fast, Workers: o.workers, Runs: o.runs, Scale: o.scale,
+	}
+	fmt.Printf("bench %s: workloads %s; %d contenders, %d run(s) each; work folder %s\n", o.name, workloadList(ws), len(cs), o.runs, workDir)
+	keptSomething := false
+	for _, w := range ws {
+		wr, kept, err := benchWorkload(ctx, fl, o, w, cs, filepath.Join(workDir, w.ID))
+		if err != nil {
+			return err
+		}
+		keptSomething = keptSomething || kept
+		rp.Workloads = append(rp.Workloads, wr)
+		fmt.Printf("\n## %s: %s\n\n%s\n", w.ID, w.Title, wr.markdownTable())
+	}
+	rp.Elapsed = time.Since(rp.Began)
+	rp.LoadEnd = loadAverage()
+	if err := rp.write(o.outDir); err != nil {
+		return err
+	}
+	if removeWorkDir && !keptSomething {
+		if err := os.RemoveAll(workDir); err != nil {
+			return fmt.Errorf("removing work folder: %w", err)
+		}
+	}
+	if keptSomething {
+		fmt.Printf("kept for inspection: %s (failed runs' servers are still running; stop them with kill $(cat .../mariadbd.pid))\n", workDir)
+	}
+	return nil
+}
+
+func (o *options) resolve() ([]*workload, []contender, error) {
+	if o.runs == 0 {
+		o.runs = 3
+		if o.quick {
+			o.runs = 1
+		}
+	}
+	if o.name == "" {
+		o.name = "full"
+		if o.quick {
+			o.name = "quick"
+		}
+	}
+	if o.runs < 1 || o.workers < 1 || o.scale <= 0 {
+		return nil, nil, fmt.Errorf("--runs, --workers and --scale must be positive")
+	}
+	wIDs := splitList(o.workloadIDs)
+	if len(wIDs) == 0 {
+		for _, w := range workloads {
+			wIDs = append(wIDs, w.ID)
+		}
+		if o.quick {
+			wIDs = []string{"W1", "W2"}
+		}
+	}
+	var ws []*workload
+	for _, id := range wIDs {
+		var found *workload
+		for _, w := range workloads {
+			if strings.EqualFold(w.ID, id) {
+				found = w
+			}
+		}
+		if found == nil {
+			return nil, nil, fmt.Errorf("--workloads: unknown workload %q (want W1 to W6)", id)
+		}
+		ws = append(ws, found)
+	}
+	cIDs := splitList(o.contenders)
+	if len(cIDs) == 0 {
+		cIDs = fullContenders()
+		if o.quick {
+			cIDs = quickContenders
+		}
+	}
+	var cs []contender
+	seen := map[string]bool{}
+	for _, id := range cIDs {
+		c, err := parseContender(id, o.workers)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--contenders: %w", err)
+		}
+		if !seen[c.ID] {
+			seen[c.ID] = true
+			cs = append(cs, c)
+		}
+	}
+	return ws, cs, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func workloadList(ws []*workload) string {
+	ids := make([]string, len(ws))
+	for i, w := range ws {
+		ids[i] = w.ID
+	}
+	return strings.Join(ids, ",")
+}
+
+func commandLine() string {
+	if cmd := os.Getenv("BENCH_COMMAND"); cmd != "" {
+		return cmd
+	}
+	return "go run ./bench " + strings.Join(os.Args[1:], " ")
+}
+
+func checkPrograms(gapless string) error {
+	if err := sandbox.CheckInstalled(); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(gapless); err != nil || fi.IsDir() {
+		return fmt.Errorf("gapless binary %s not found: run make build, or pass --gapless", gapless)
+	}
+	for _, p := range []string{"sysbench", "mariadb", "mariadb-dump", "mariadb-binlog", "cp"} {
+		if commandOutput("sh", "-c", "command -v "+p) == "" {
+			return fmt.Errorf("%s is not installed (make deps installs MariaDB and sysbench)", p)
+		}
+	}
+	return nil
+}
+
+// benchWorkload records one workload and runs every contender on it, the
+// runs interleaved so that noise spreads over all contenders alike. It
+// reports whether it left servers running for inspection.
+func benchWorkload(ctx context.Context, fl *fleet, o options, w *workload, cs []contender, dir string) (*workloadResult, bool, error) {
+	fmt.Printf("%s: recording %s\n", w.ID, w.Title)
+	rec, err := record(ctx, fl, w, dir, o.scale, !o.fast)
+	if err != nil {
+		return nil, false, err
+	}
+	fmt.Printf("%s: %d transactions in %.1f s on the primary (%.0f/s), %s of binlog\n",
+		w.ID, rec.Transactions, rec.PrimarySeconds, float64(rec.Transactions)/rec.PrimarySeconds, megabytes(rec.BinlogBytes))
+	gaplessBin, err := filepath.Abs(o.gapless)
+	if err != nil {
+		return nil, false, err
+	}
+	wr := &workloadResult{Rec: rec}
+	for _, c := range cs {
+		wr.Results = append(wr.Results, &result{Contender: c})
+	}
+	kept := false
+	for round := 1; round <= o.runs; round++ {
+		for _, r := range wr.Results {
+			if err := ctx.Err(); err != nil {
+				return nil, kept, fmt.Errorf("interrupted: %w", err)
+			}
+			runDir := filepath.Join(dir, "runs", fmt.Sprintf("%s-%d", r.Contender.ID, round))
+			a, keptRun := runOnce(ctx, fl, o, rec, r.Contender, runDir, gaplessBin)
+			kept = kept || keptRun
+			r.Attempts = append(r.Attempts, a)
+			fmt.Printf("%s run %d %-32s %s\n", w.ID, round, r.Contender.Label, a.summary())
+		}
+	}
+	if kept {
+		fl.forget(rec.Primary)
+	} else if err := fl.kill(rec.Primary); err != nil {
+		return nil, kept, err
+	}
+	if !kept {
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, kept, fmt.Errorf("removing %s: %w", dir, err)
+		}
+	}
+	return wr, kept, nil
+}
+
+func (a attempt) summary() string {
+	switch {
+	case a.Err != nil:
+		return "ERROR " + strings.ReplaceAll(a.Err.Error(), "\n", " | ")
+	case !a.Equal:
+		return fmt.Sprintf("%.1f s, DIVERGED: %s", a.Seconds, a.Detail)
+	default:
+		return fmt.Sprintf("%.1f s, equal", a.Seconds)
+	}
+}
+
+// runOnce starts a fresh target from the template, runs the contender,
+// verifies the target and throws it away (or keeps it, with --keep-failed,
+// when the run failed or diverged).
+func runOnce(ctx context.Context, fl *fleet, o options, rec *recording, c contender, dir string, gaplessBin string) (attempt, bool) {
+	if err := copyDatadir(ctx, rec.TemplateDatadir, filepath.Join(dir, "target", "data")); err != nil {
+		return attempt{Err: err}, false
+	}
+	tgt, err := fl.start(ctx, targetConfig(dir, !o.fast))
+	if err != nil {
+		return attempt{Err: err}, false
+	}
+	runCtx, cancel := context.WithTimeout(ctx, o.runTimeout)
+	a := c.run(runCtx, runEnv{rec: rec, target: tgt, dir: dir, gapless: gaplessBin})
+	cancel()
+	if a.Err == nil {
+		a.Equal, a.Detail, a.Err = compare(ctx, rec.Primary, tgt)
+	} else if runCtx.Err() != nil && ctx.Err() == nil {
+		a.Err = fmt.Errorf("gave up after --run-timeout %s: %w", o.runTimeout, a.Err)
+	}
+	if o.keepFailed && (a.Err != nil || !a.Equal) {
+		fl.forget(tgt)
+		fmt.Printf("kept: target %s (root shell: mariadb --socket=%s -uroot), primary %s\n",
+			tgt.URL(sandbox.ApplierUser, sandbox.ApplierPassword), tgt.Socket, rec.Primary.URL(sandbox.ReplUser, sandbox.ReplPassword))
+		return a, true
+	}
+	if err := fl.kill(tgt); err != nil && a.Err == nil {
+		a.Err = err
+	}
+	if err := os.RemoveAll(dir); err != nil && a.Err == nil {
+		a.Err = fmt.Errorf("removing %s: %w", dir, err)
+	}
+	return a, false
+}
+
+// compare checks every table of the target against the primary.
+func compare(ctx context.Context, primary, target *sandbox.Server) (bool, string, error) {
+	src, err := primary.Open("")
+	if err != nil {
+		return false, "", fmt.Errorf("verify: primary: %w", err)
+	}
+	defer src.Close()
+	tgt, err := target.Open("")
+	if err != nil {
+		return false, "", fmt.Errorf("verify: target: %w", err)
+	}
+	defer tgt.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	rep, err := verify.Compare(ctx, src, tgt, verify.Options{})
+	if err != nil {
+		return false, "", fmt.Errorf("verify: %w", err)
+	}
+	if len(rep.Tables) == 0 {
+		return false, "", errors.New("verify: no tables compared")
+	}
+	var diffs []string
+	for _, t := range rep.Differing() {
+		diffs = append(diffs, fmt.Sprintf("%s %s (source %d rows, target %d) %s", t.Name(), t.Status, t.SourceRows, t.TargetRows, t.Detail))
+	}
+	return len(diffs) == 0, strings.Join(diffs, "; "), nil
+}

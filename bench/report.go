@@ -1,0 +1,309 @@
+// This file owns the results: per-contender statistics over the runs, the
+// markdown report (one table per workload, the machine it ran on, failures
+// with the commands that reproduce them) and the machine's description.
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// result is every run of one contender on one workload.
+type result struct {
+	Contender contender
+	Attempts  []attempt
+}
+
+// workloadResult is one workload's recording and its contenders' results.
+type workloadResult struct {
+	Rec     *recording
+	Results []*result
+}
+
+// stats summarise the runs that finished and verified equal; only those count.
+type stats struct {
+	Median, Min, Max float64
+	Counted, Runs    int
+	Failed, Diverged int
+}
+
+func (r *result) stats() stats {
+	var secs []float64
+	s := stats{Runs: len(r.Attempts)}
+	for _, a := range r.Attempts {
+		switch {
+		case a.Err != nil:
+			s.Failed++
+		case !a.Equal:
+			s.Diverged++
+		default:
+			secs = append(secs, a.Seconds)
+		}
+	}
+	s.Counted = len(secs)
+	if len(secs) == 0 {
+		return s
+	}
+	slices.Sort(secs)
+	s.Min, s.Max = secs[0], secs[len(secs)-1]
+	if n := len(secs); n%2 == 1 {
+		s.Median = secs[n/2]
+	} else {
+		s.Median = (secs[n/2-1] + secs[n/2]) / 2
+	}
+	return s
+}
+
+// bestMariaDB is the lowest median catch-up time among MariaDB's replica
+// modes on a workload, 0 when none counted.
+func (wr *workloadResult) bestMariaDB() (float64, string) {
+	best, label := 0.0, ""
+	for _, r := range wr.Results {
+		s := r.stats()
+		if r.Contender.Kind != "mariadb" || s.Counted == 0 {
+			continue
+		}
+		if best == 0 || s.Median < best {
+			best, label = s.Median, r.Contender.Label
+		}
+	}
+	return best, label
+}
+
+func (wr *workloadResult) perSecond(r *result) float64 {
+	s := r.stats()
+	if s.Counted == 0 || s.Median == 0 {
+		return 0
+	}
+	return float64(wr.Rec.Transactions) / s.Median
+}
+
+// markdownTable is one workload's table.
+func (wr *workloadResult) markdownTable() string {
+	var b strings.Builder
+	best, _ := wr.bestMariaDB()
+	b.WriteString("| contender | seconds, median [min–max] | transactions/s | vs MariaDB's best | equal |\n")
+	b.WriteString("|---|---:|---:|---:|---|\n")
+	for _, r := range wr.Results {
+		s := r.stats()
+		secs, tps, ratio := "—", "—", "—"
+		if s.Counted > 0 {
+			secs = fmt.Sprintf("%.1f", s.Median)
+			if s.Counted > 1 {
+				secs += fmt.Sprintf(" [%.1f–%.1f]", s.Min, s.Max)
+			}
+			tps = fmt.Sprintf("%.0f", wr.perSecond(r))
+			if best > 0 {
+				ratio = fmt.Sprintf("%.2f×", best/s.Median)
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Contender.Label, secs, tps, ratio, s.equalCell())
+	}
+	return b.String()
+}
+
+func (s stats) equalCell() string {
+	switch {
+	case s.Failed == 0 && s.Diverged == 0:
+		return "yes"
+	case s.Failed == s.Runs:
+		return "error"
+	case s.Diverged > 0 && s.Failed == 0:
+		return fmt.Sprintf("**no** (%d of %d runs)", s.Diverged, s.Runs)
+	default:
+		return fmt.Sprintf("**no**: %d diverged, %d failed of %d runs", s.Diverged, s.Failed, s.Runs)
+	}
+}
+
+// report is a whole benchmark's outcome.
+type report struct {
+	Name      string
+	Command   string
+	Began     time.Time
+	Elapsed   time.Duration
+	Machine   machine
+	LoadEnd   string
+	Durable   bool
+	Workers   int
+	Runs      int
+	Scale     float64
+	Workloads []*workloadResult
+	Chart     string // file name of the chart beside the report
+}
+
+func (rp *report) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# gapless against MariaDB's replication: %s, %s\n\n", rp.Name, rp.Began.Format("2006-01-02 15:04"))
+	fmt.Fprintf(&b, "Made by `%s` in %s.\n\n", rp.Command, rp.Elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "Machine: %s. Load average (1, 5, 15 min) %s at the start, %s at the end.\n\n", rp.Machine, rp.Machine.LoadStart, rp.LoadEnd)
+	b.WriteString("**Timings are noisy**: the machine is shared with other engineers running tests at the same time.\n\n")
+	fmt.Fprintf(&b, "%s\n", rp.method())
+	if rp.Chart != "" {
+		fmt.Fprintf(&b, "![transactions/s per contender and workload](%s)\n\n", rp.Chart)
+	}
+	for _, wr := range rp.Workloads {
+		rec := wr.Rec
+		fmt.Fprintf(&b, "## %s: %s\n\n", rec.Workload.ID, rec.Workload.Title)
+		fmt.Fprintf(&b, "Primary (%s): %d transactions in %.1f s (%.0f/s), %s of binlog, from %s to %s.\n\n",
+			durability(rec.Workload.Durable, rec.Workload.PrimaryConf), rec.Transactions, rec.PrimarySeconds,
+			float64(rec.Transactions)/rec.PrimarySeconds, megabytes(rec.BinlogBytes), rec.Start, rec.End)
+		b.WriteString(wr.markdownTable())
+		b.WriteString("\n")
+	}
+	if failures := rp.failures(); failures != "" {
+		b.WriteString("## Failures and divergences\n\n")
+		b.WriteString(failures)
+	}
+	return b.String()
+}
+
+func (rp *report) method() string {
+	target := "durable (innodb_flush_log_at_trx_commit=1, sync_binlog=1)"
+	if !rp.Durable {
+		target = "non-durable, `--fast` (innodb_flush_log_at_trx_commit=2, sync_binlog=0)"
+	}
+	return fmt.Sprintf(`Method: each workload is recorded once in a sandbox primary's binlog (sysbench after prepare; scale %g).
+The prepared tables are loaded into a template target without binlogging them; every run copies that
+datadir into a fresh target, identical for every contender: %s, log_bin and
+log_slave_updates ON, binlog_format=ROW. Every contender starts from the primary's position after prepare and
+is timed from its start until the workload's last GTID is applied on the target (MariaDB: START SLAVE UNTIL
+to MASTER_GTID_WAIT; gapless: the process's start to its exit at --until, --commit-order strict, target
+binlog written; mariadb-binlog: the pipe's start to its end). A time counts only when verify.Compare then
+finds every table equal to the primary's. %d run(s) per contender, interleaved; N = %d workers.
+"vs MariaDB's best" is the best MariaDB replica mode's median time divided by the contender's (above 1: faster).
+`, rp.Scale, target, rp.Runs, rp.Workers)
+}
+
+func (rp *report) failures() string {
+	var b strings.Builder
+	for _, wr := range rp.Workloads {
+		for _, r := range wr.Results {
+			for i, a := range r.Attempts {
+				if a.Err == nil && a.Equal {
+					continue
+				}
+				what := "diverged: " + a.Detail
+				if a.Err != nil {
+					what = "error: " + a.Err.Error()
+				}
+				fmt.Fprintf(&b, "- %s, %s, run %d, %s\n", wr.Rec.Workload.ID, r.Contender.Label, i+1, indent(what))
+				fmt.Fprintf(&b, "  - reproduce: `go run ./bench --workloads %s --contenders %s --runs 1 --keep-failed`\n", wr.Rec.Workload.ID, r.Contender.ID)
+				if a.Command != "" {
+					fmt.Fprintf(&b, "  - invoked as: `%s`\n", a.Command)
+				}
+			}
+		}
+	}
+	return b.String()
+}
+
+func indent(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n    ")
+}
+
+func durability(durable bool, conf []string) string {
+	s := "non-durable"
+	if durable {
+		s = "durable"
+	}
+	if len(conf) > 0 {
+		s += ", " + strings.Join(conf, ", ")
+	}
+	return s
+}
+
+func megabytes(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+
+// machine describes where the benchmark ran.
+type machine struct {
+	Cores     int
+	CPU       string
+	MemoryGiB float64
+	Kernel    string
+	MariaDB   string
+	Sysbench  string
+	Go        string
+	Commit    string
+	LoadStart string
+}
+
+func (m machine) String() string {
+	return fmt.Sprintf("%d cores (%s), %.1f GiB memory, Linux %s; %s; %s; %s; gapless at %s",
+		m.Cores, m.CPU, m.MemoryGiB, m.Kernel, m.MariaDB, m.Sysbench, m.Go, m.Commit)
+}
+
+func describeMachine() machine {
+	m := machine{Cores: runtime.NumCPU(), Go: runtime.Version(), LoadStart: loadAverage()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			var kb float64
+			if _, err := fmt.Sscanf(l, "MemTotal: %f kB", &kb); err == nil {
+				m.MemoryGiB = kb / (1 << 20)
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	m.MariaDB = commandOutput("mariadbd", "--version")
+	if m.MariaDB == "" {
+		m.MariaDB = commandOutput("/usr/sbin/mariadbd", "--version")
+	}
+	m.Sysbench = commandOutput("sysbench", "--version")
+	m.Commit = commandOutput("git", "rev-parse", "--short", "HEAD")
+	return m
+}
+
+func commandOutput(name string, args ...string) string {
+	out, err := exec.Command(name, args...).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// write saves the report as <date>-<name>.md and its chart as
+// <date>-<name>.png in dir, and prints where.
+func (rp *report) write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("results folder: %w", err)
+	}
+	base := rp.Began.Format("2006-01-02") + "-" + rp.Name
+	png := filepath.Join(dir, base+".png")
+	if err := writeChart(png, rp); err != nil {
+		return fmt.Errorf("chart %s: %w", png, err)
+	}
+	rp.Chart = base + ".png"
+	md := filepath.Join(dir, base+".md")
+	if err := os.WriteFile(md, []byte(rp.markdown()), 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	fmt.Printf("\nreport: %s\nchart:  %s\n", md, png)
+	return nil
+}

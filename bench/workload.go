@@ -1,0 +1,381 @@
+// This file owns the workloads: how each one's primary is configured, how its
+// tables are prepared and how sysbench (and, for some, a side job of bulk
+// changes or DDL) writes the binlog every contender then replays. A workload
+// is recorded once per benchmark; its primary keeps the binlog and serves it.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"gapless/internal/gtid"
+	"gapless/internal/sandbox"
+)
+
+// groupCommitWait makes the primary gather large commit groups.
+var groupCommitWait = []string{"binlog_commit_wait_count=16", "binlog_commit_wait_usec=5000"}
+
+// workload is one way of writing the primary's binlog.
+type workload struct {
+	ID          string
+	Title       string
+	Short       string   // for the chart
+	Durable     bool     // the primary's durability
+	PrimaryConf []string // extra my.cnf lines for the primary
+	Databases   []string
+	Prepare     func(ctx context.Context, p *primary) error
+	Run         func(ctx context.Context, p *primary, scale float64) error
+}
+
+var workloads = []*workload{
+	{
+		ID: "W1", Short: "group commit, 16 threads", Title: "oltp_write_only, 16 threads, durable primary with group commit",
+		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"},
+		Prepare: prepareSysbench("sbtest", 4, 10000),
+		Run: func(ctx context.Context, p *primary, scale float64) error {
+			return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(5000, scale))
+		},
+	},
+	{
+		ID: "W2", Short: "no group commit, 1 thread", Title: "oltp_write_only, 1 thread, non-durable primary, no commit wait",
+		Durable: false, Databases: []string{"sbtest"},
+		Prepare: prepareSysbench("sbtest", 4, 10000),
+		Run: func(ctx context.Context, p *primary, scale float64) error {
+			return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 1, scaled(5000, scale))
+		},
+	},
+	{
+		ID: "W3", Short: "hot rows, 16 threads", Title: "hot rows: oltp_update_index + oltp_update_non_index, 4 tables of 100 rows, 16 threads",
+		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"},
+		Prepare: prepareSysbench("sbtest", 4, 100),
+		Run: func(ctx context.Context, p *primary, scale float64) error {
+			return parallel(
+				func() error {
+					return p.sysbench(ctx, "oltp_update_index", "sbtest", 4, 100, 8, scaled(4000, scale))
+				},
+				func() error {
+					return p.sysbench(ctx, "oltp_update_non_index", "sbtest", 4, 100, 8, scaled(4000, scale))
+				},
+			)
+		},
+	},
+	{
+		ID: "W4", Short: "4 databases, 4 clients", Title: "four databases, one sysbench client of 4 threads each, at once",
+		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"db1", "db2", "db3", "db4"},
+		Prepare: func(ctx context.Context, p *primary) error {
+			for _, db := range []string{"db1", "db2", "db3", "db4"} {
+				if err := prepareSysbench(db, 2, 10000)(ctx, p); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Run: func(ctx context.Context, p *primary, scale float64) error {
+			var clients []func() error
+			for _, db := range []string{"db1", "db2", "db3", "db4"} {
+				clients = append(clients, func() error {
+					return p.sysbench(ctx, "oltp_write_only", db, 2, 10000, 4, scaled(1250, scale))
+				})
+			}
+			return parallel(clients...)
+		},
+	},
+	{
+		ID: "W5", Short: "large transactions among small", Title: "large transactions: INSERT ... SELECT / DELETE of 10 000 rows every 400 among W1's",
+		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"},
+		Prepare: func(ctx context.Context, p *primary) error {
+			if err := prepareSysbench("sbtest", 4, 10000)(ctx, p); err != nil {
+				return err
+			}
+			return p.srv.Exec(ctx, "CREATE TABLE sbtest.bulk LIKE sbtest.sbtest1")
+		},
+		Run: func(ctx context.Context, p *primary, scale float64) error {
+			return p.withSideJob(ctx, 400, bulkChange, func() error {
+				return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(4000, scale))
+			})
+		},
+	},
+	{
+		ID: "W6", Short: "W1 with DDL", Title: "W1 with a DDL (ADD COLUMN or CREATE INDEX) every 1500 transactions",
+		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"},
+		Prepare: prepareSysbench("sbtest", 4, 10000),
+		Run: func(ctx context.Context, p *primary, scale float64) error {
+			return p.withSideJob(ctx, 1500, schemaChange, func() error {
+				return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(5000, scale))
+			})
+		},
+	},
+}
+
+func scaled(n int, scale float64) int { return max(1, int(float64(n)*scale)) }
+
+// bulkChange is the i-th large transaction of W5: 10 000 rows in, then out.
+func bulkChange(i int) string {
+	if i%2 == 0 {
+		return "INSERT INTO sbtest.bulk (k, c, pad) SELECT k, c, pad FROM sbtest.sbtest1 ORDER BY id LIMIT 10000"
+	}
+	return "DELETE FROM sbtest.bulk ORDER BY id LIMIT 10000"
+}
+
+// schemaChange is the i-th DDL of W6, on each sysbench table in turn.
+func schemaChange(i int) string {
+	table := fmt.Sprintf("sbtest.sbtest%d", i%4+1)
+	if i%2 == 0 {
+		return fmt.Sprintf("ALTER TABLE %s ADD COLUMN bench_col%d INT NOT NULL DEFAULT %d", table, i, i)
+	}
+	return fmt.Sprintf("CREATE INDEX bench_idx%d ON %s (k, id)", i, table)
+}
+
+// primary is a workload's source server while it is being recorded.
+type primary struct {
+	srv *sandbox.Server
+	db  *sql.DB
+	log *os.File // sysbench output
+}
+
+// recording is a workload written to a primary's binlog, ready to replay.
+type recording struct {
+	Workload        *workload
+	Primary         *sandbox.Server
+	TemplateDatadir string // a stopped target's datadir holding the prepared tables
+	Start, End      string // @@gtid_binlog_pos before and after the workload
+	Transactions    int64
+	PrimarySeconds  float64
+	BinlogFiles     []string
+	BinlogBytes     int64
+}
+
+// record starts the workload's primary, prepares its tables, copies them
+// into a template target, runs the workload and notes the positions.
+func record(ctx context.Context, fl *fleet, w *workload, dir string, scale float64, durableTargets bool) (*recording, error) {
+	srv, err := fl.start(ctx, sandbox.ServerConfig{Name: "primary", Dir: dir, Binlog: true, Durable: w.Durable, Extra: w.PrimaryConf})
+	if err != nil {
+		return nil, err
+	}
+	db, err := srv.Open("")
+	if err != nil {
+		return nil, fmt.Errorf("%s primary: %w", w.ID, err)
+	}
+	defer db.Close()
+	logFile, err := os.Create(filepath.Join(dir, "sysbench.log"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", w.ID, err)
+	}
+	defer logFile.Close()
+	p := &primary{srv: srv, db: db, log: logFile}
+
+	if err := w.Prepare(ctx, p); err != nil {
+		return nil, fmt.Errorf("%s: preparing tables: %w", w.ID, err)
+	}
+	rec := &recording{Workload: w, Primary: srv}
+	if rec.Start, err = queryString(ctx, db, "SELECT @@gtid_binlog_pos"); err != nil {
+		return nil, fmt.Errorf("%s primary: %w", w.ID, err)
+	}
+	if rec.TemplateDatadir, err = makeTemplate(ctx, fl, srv, w.Databases, filepath.Join(dir, "template"), durableTargets); err != nil {
+		return nil, fmt.Errorf("%s: %w", w.ID, err)
+	}
+
+	began := time.Now()
+	if err := w.Run(ctx, p, scale); err != nil {
+		return nil, fmt.Errorf("%s: workload: %w (sysbench output in %s)", w.ID, err, logFile.Name())
+	}
+	rec.PrimarySeconds = time.Since(began).Seconds()
+	if err := srv.Exec(ctx, "FLUSH BINARY LOGS"); err != nil {
+		return nil, fmt.Errorf("%s: %w", w.ID, err)
+	}
+	if rec.End, err = queryString(ctx, db, "SELECT @@gtid_binlog_pos"); err != nil {
+		return nil, fmt.Errorf("%s primary: %w", w.ID, err)
+	}
+	if rec.Transactions, err = transactionsBetween(rec.Start, rec.End); err != nil {
+		return nil, fmt.Errorf("%s: %w", w.ID, err)
+	}
+	if rec.BinlogFiles, rec.BinlogBytes, err = binlogFiles(ctx, db); err != nil {
+		return nil, fmt.Errorf("%s primary: %w", w.ID, err)
+	}
+	return rec, nil
+}
+
+// makeTemplate loads the prepared tables into a fresh target without
+// binlogging them, stops it cleanly and returns its datadir, which each run
+// copies: every contender starts from the same bytes.
+func makeTemplate(ctx context.Context, fl *fleet, src *sandbox.Server, databases []string, dir string, durable bool) (string, error) {
+	tpl, err := fl.start(ctx, targetConfig(dir, durable))
+	if err != nil {
+		return "", fmt.Errorf("template target: %w", err)
+	}
+	if err := copyTables(ctx, src, tpl, databases); err != nil {
+		_ = fl.kill(tpl)
+		return "", fmt.Errorf("template target: %w", err)
+	}
+	if err := fl.stop(tpl); err != nil {
+		return "", fmt.Errorf("template target: %w", err)
+	}
+	return tpl.DataDir, nil
+}
+
+// transactionsBetween counts the GTIDs after start up to end, per domain.
+func transactionsBetween(start, end string) (int64, error) {
+	from, err := gtid.ParseMariaDBPosition(start)
+	if err != nil {
+		return 0, fmt.Errorf("start position %q: %w", start, err)
+	}
+	to, err := gtid.ParseMariaDBPosition(end)
+	if err != nil {
+		return 0, fmt.Errorf("end position %q: %w", end, err)
+	}
+	var n int64
+	for _, g := range to.GTIDs() {
+		before, _ := from.Get(g.Domain)
+		n += int64(g.Seq - before.Seq)
+	}
+	return n, nil
+}
+
+func binlogFiles(ctx context.Context, db *sql.DB) ([]string, int64, error) {
+	base, err := queryString(ctx, db, "SELECT @@log_bin_basename")
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, err := db.QueryContext(ctx, "SHOW BINARY LOGS")
+	if err != nil {
+		return nil, 0, fmt.Errorf("SHOW BINARY LOGS: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, 0, fmt.Errorf("SHOW BINARY LOGS: %w", err)
+	}
+	var files []string
+	var total int64
+	for rows.Next() {
+		var name string
+		var size int64
+		dest := []any{&name, &size}
+		for range len(cols) - 2 {
+			dest = append(dest, new(sql.RawBytes))
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, 0, fmt.Errorf("SHOW BINARY LOGS: %w", err)
+		}
+		files = append(files, filepath.Join(filepath.Dir(base), name))
+		total += size
+	}
+	return files, total, rows.Err()
+}
+
+func prepareSysbench(db string, tables, tableSize int) func(context.Context, *primary) error {
+	return func(ctx context.Context, p *primary) error {
+		if err := p.srv.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+db); err != nil {
+			return err
+		}
+		return p.sysbenchCmd(ctx, "prepare", "oltp_write_only", db, tables, tableSize, 0, 0)
+	}
+}
+
+// sysbench runs a fixed number of transactions of script with threads clients.
+func (p *primary) sysbench(ctx context.Context, script, db string, tables, tableSize, threads, events int) error {
+	return p.sysbenchCmd(ctx, "run", script, db, tables, tableSize, threads, events)
+}
+
+func (p *primary) sysbenchCmd(ctx context.Context, command, script, db string, tables, tableSize, threads, events int) error {
+	args := []string{script,
+		"--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-port=" + strconv.Itoa(p.srv.Port),
+		"--mysql-user=" + sandbox.ApplierUser, "--mysql-password=" + sandbox.ApplierPassword,
+		"--mysql-db=" + db, "--tables=" + strconv.Itoa(tables), "--table-size=" + strconv.Itoa(tableSize),
+	}
+	if command == "run" {
+		args = append(args, "--threads="+strconv.Itoa(threads), "--events="+strconv.Itoa(events), "--time=0")
+	}
+	args = append(args, command)
+	var out strings.Builder
+	cmd := exec.CommandContext(ctx, "sysbench", args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	fmt.Fprintf(p.log, "$ sysbench %s\n%s\n", strings.Join(args, " "), out.String())
+	if err != nil {
+		return fmt.Errorf("sysbench %s %s on %s: %w: %s", script, command, db, err, lastLines(out.String(), 5))
+	}
+	return nil
+}
+
+// withSideJob runs main while, every interval transactions of the primary's
+// binlog, another connection runs the statement stmt(i) for i = 0, 1, ...
+// The side job stops between statements once main returns.
+func (p *primary) withSideJob(ctx context.Context, interval uint64, stmt func(i int) string, main func() error) error {
+	startSeq, err := p.seq(ctx)
+	if err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	sideErr := make(chan error, 1)
+	go func() {
+		next := startSeq + interval
+		for i := 0; ; {
+			select {
+			case <-done:
+				sideErr <- nil
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			seq, err := p.seq(ctx)
+			if err != nil {
+				sideErr <- err
+				return
+			}
+			if seq < next {
+				continue
+			}
+			if _, err := p.db.ExecContext(context.WithoutCancel(ctx), stmt(i)); err != nil {
+				sideErr <- fmt.Errorf("side job: %s: %w", stmt(i), err)
+				return
+			}
+			fmt.Fprintf(p.log, "side job after transaction %d: %s\n", seq, stmt(i))
+			i++
+			next += interval
+		}
+	}()
+	mainErr := main()
+	close(done)
+	return errors.Join(mainErr, <-sideErr)
+}
+
+// seq is the primary's last sequence number in domain 0.
+func (p *primary) seq(ctx context.Context) (uint64, error) {
+	s, err := queryString(ctx, p.db, "SELECT @@gtid_binlog_pos")
+	if err != nil {
+		return 0, err
+	}
+	pos, err := gtid.ParseMariaDBPosition(s)
+	if err != nil {
+		return 0, fmt.Errorf("primary @@gtid_binlog_pos %q: %w", s, err)
+	}
+	g, _ := pos.Get(0)
+	return g.Seq, nil
+}
+
+func parallel(fns ...func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Go(func() { errs[i] = fn() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

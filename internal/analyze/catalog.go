@@ -1,0 +1,251 @@
+// catalog.go says which unique keys each table has, for the writeset policy
+// and for the report: either read from a server holding the tables
+// (--schema-from, the logic of internal/apply/catalog.go), or taken from the
+// primary key metadata of the binlog's table map events
+// (binlog_row_metadata=FULL).
+//
+// Invariant: a table whose keys are not known is reported as unknown (nil),
+// never as keyless, and the writeset policy then takes the whole table,
+// which is always safe.
+package analyze
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/go-sql-driver/mysql"
+
+	"gapless/internal/binlog"
+	"gapless/internal/schedule"
+)
+
+// KeySource says where the unique keys came from.
+type KeySource string
+
+const (
+	KeysFromServer   KeySource = "server"    // --schema-from
+	KeysFromTableMap KeySource = "table-map" // primary keys in the table map metadata
+	KeysNone         KeySource = "none"      // no server and no metadata: writeset works per table
+)
+
+// tableKeys is what one table map (or the server) says of a table.
+type tableKeys struct {
+	info *schedule.TableInfo // nil when unknown
+	// known is true when the source could tell whether the table has keys.
+	known bool
+}
+
+// hasPrimary reports whether the table is known to have a primary key.
+func (k *tableKeys) hasPrimary() bool {
+	if k == nil || k.info == nil {
+		return false
+	}
+	for _, key := range k.info.Keys {
+		if key.Name == "PRIMARY" {
+			return true
+		}
+	}
+	return false
+}
+
+// keysFromTableMap derives a table's primary key from the table map's
+// optional metadata. String columns are folded and trimmed: two values the
+// index tells apart may then meet, which costs parallelism, never safety.
+func keysFromTableMap(tm *replication.TableMapEvent) *tableKeys {
+	if len(tm.ColumnName) == 0 && len(tm.PrimaryKey) == 0 {
+		return &tableKeys{} // binlog_row_metadata is not FULL
+	}
+	info := &schedule.TableInfo{}
+	if len(tm.PrimaryKey) > 0 {
+		key := schedule.UniqueKey{Name: "PRIMARY"}
+		for i, col := range tm.PrimaryKey {
+			text := tm.IsCharacterColumn(int(col))
+			key.Columns = append(key.Columns, int(col))
+			key.Fold = append(key.Fold, text)
+			key.Pad = append(key.Pad, text)
+			prefix := 0
+			if i < len(tm.PrimaryKeyPrefix) {
+				prefix = int(tm.PrimaryKeyPrefix[i])
+			}
+			key.Prefix = append(key.Prefix, prefix)
+		}
+		info.Keys = []schedule.UniqueKey{key}
+	}
+	return &tableKeys{info: info, known: true}
+}
+
+// tableMapKeys collects the keys of every table map of a transaction.
+func tableMapKeys(txn *binlog.Transaction) map[binlog.TableRef]*tableKeys {
+	var out map[binlog.TableRef]*tableKeys
+	for _, ev := range txn.Events {
+		tm, ok := ev.Data.(*replication.TableMapEvent)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = make(map[binlog.TableRef]*tableKeys, 2)
+		}
+		out[binlog.TableRef{Schema: string(tm.Schema), Table: string(tm.Table)}] = keysFromTableMap(tm)
+	}
+	return out
+}
+
+// keyLookup answers "what keys does this table have" for the transaction
+// being looked at; it implements schedule.Catalog for the writeset policy.
+type keyLookup struct {
+	source  KeySource
+	server  *serverCatalog
+	current *txnInfo
+}
+
+func (c *keyLookup) keys(schema, table string) (*tableKeys, error) {
+	switch c.source {
+	case KeysFromServer:
+		return c.server.keys(schema, table)
+	case KeysFromTableMap:
+		if c.current != nil {
+			if k := c.current.tableKeys[binlog.TableRef{Schema: schema, Table: table}]; k != nil {
+				return k, nil
+			}
+		}
+	}
+	return &tableKeys{}, nil
+}
+
+func (c *keyLookup) Table(schema, table string) (*schedule.TableInfo, error) {
+	k, err := c.keys(schema, table)
+	if err != nil {
+		return nil, err
+	}
+	return k.info, nil
+}
+
+// Invalidate does nothing: a server shows today's definitions whatever DDL
+// the binlog holds, and table maps are read afresh for every transaction.
+func (c *keyLookup) Invalidate() {}
+
+// serverCatalog reads key definitions from information_schema; safe for
+// concurrent use.
+type serverCatalog struct {
+	db     *sql.DB
+	mu     sync.Mutex
+	tables map[binlog.TableRef]*tableKeys
+}
+
+func newServerCatalog(db *sql.DB) *serverCatalog {
+	return &serverCatalog{db: db, tables: make(map[binlog.TableRef]*tableKeys)}
+}
+
+func (c *serverCatalog) keys(schema, table string) (*tableKeys, error) {
+	name := binlog.TableRef{Schema: schema, Table: table}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k, ok := c.tables[name]; ok {
+		return k, nil
+	}
+	info, err := c.read(context.Background(), schema, table)
+	if err != nil {
+		return nil, fmt.Errorf("read the keys of %s.%s from --schema-from: %w", schema, table, err)
+	}
+	k := &tableKeys{info: info, known: info != nil}
+	c.tables[name] = k
+	return k, nil
+}
+
+func (c *serverCatalog) read(ctx context.Context, schema, table string) (*schedule.TableInfo, error) {
+	name := quoteName(schema) + "." + quoteName(table)
+	columns, err := queryRows(ctx, c.db, "SHOW FULL COLUMNS FROM "+name)
+	if err != nil {
+		if code := errorNumber(err); code == 1146 || code == 1049 {
+			return nil, nil // dropped since, or never there
+		}
+		return nil, err
+	}
+	position := map[string]int{}
+	collation := map[string]string{}
+	for i, col := range columns {
+		position[col["Field"]] = i
+		collation[col["Field"]] = strings.ToLower(col["Collation"])
+	}
+	indexes, err := queryRows(ctx, c.db, "SHOW INDEX FROM "+name)
+	if err != nil {
+		return nil, err
+	}
+	info := &schedule.TableInfo{}
+	var key *schedule.UniqueKey
+	for _, ix := range indexes {
+		if ix["Non_unique"] != "0" {
+			continue
+		}
+		if key == nil || key.Name != ix["Key_name"] {
+			info.Keys = append(info.Keys, schedule.UniqueKey{Name: ix["Key_name"]})
+			key = &info.Keys[len(info.Keys)-1]
+		}
+		col := ix["Column_name"]
+		prefix, _ := strconv.Atoi(ix["Sub_part"])
+		coll := collation[col]
+		key.Columns = append(key.Columns, position[col])
+		key.Fold = append(key.Fold, strings.Contains(coll, "_ci") || strings.Contains(coll, "_ai"))
+		key.Pad = append(key.Pad, coll != "" && !strings.Contains(coll, "nopad"))
+		key.Prefix = append(key.Prefix, prefix)
+	}
+	sort.SliceStable(info.Keys, func(i, j int) bool { return info.Keys[i].Name == "PRIMARY" && info.Keys[j].Name != "PRIMARY" })
+	var fks int
+	err = c.db.QueryRowContext(ctx, `
+		SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS
+		WHERE (CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?) OR (UNIQUE_CONSTRAINT_SCHEMA = ? AND REFERENCED_TABLE_NAME = ?)`,
+		schema, table, schema, table).Scan(&fks)
+	if err != nil {
+		return nil, err
+	}
+	info.ForeignKeys = fks > 0
+	return info, nil
+}
+
+func queryRows(ctx context.Context, db *sql.DB, query string) ([]map[string]string, error) {
+	rows, err := db.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	names, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []map[string]string
+	for rows.Next() {
+		values := make([]sql.NullString, len(names))
+		ptrs := make([]any, len(names))
+		for i := range values {
+			ptrs[i] = &values[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		row := make(map[string]string, len(names))
+		for i, n := range names {
+			row[n] = values[i].String
+		}
+		out = append(out, row)
+	}
+	return out, rows.Err()
+}
+
+func quoteName(name string) string {
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
+
+func errorNumber(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
