@@ -14,20 +14,22 @@ import (
 
 func newStatusCmd() *cobra.Command {
 	var targetURL, stream string
+	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "status --target URL",
 		Short: "Show each stream's applied position on the target, its lag and whether an applier runs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runStatus(cmd.Context(), targetURL, stream)
+			return runStatus(cmd.Context(), targetURL, stream, verbose)
 		},
 	}
 	cmd.Flags().StringVar(&targetURL, "target", os.Getenv("GAPLESS_TARGET"), "target URL (default $GAPLESS_TARGET)")
 	cmd.Flags().StringVar(&stream, "stream", "", "only this stream")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the position row of every domain and worker slot")
 	return cmd
 }
 
-func runStatus(ctx context.Context, targetURL, only string) error {
+func runStatus(ctx context.Context, targetURL, only string, verbose bool) error {
 	if targetURL == "" {
 		return fmt.Errorf("--target is required (or $GAPLESS_TARGET)")
 	}
@@ -72,8 +74,24 @@ func runStatus(ctx context.Context, targetURL, only string) error {
 			fmt.Printf("  last commit  %s at %s UTC, %s after the source wrote it\n",
 				newest.GTID, newest.AppliedAt.Format(time.DateTime), newest.AppliedAt.Sub(newest.SourceTime).Round(time.Second))
 		}
-		for _, r := range rows {
-			fmt.Printf("  domain %d slot %d  %s\n", r.Domain, r.Slot, r.GTID)
+		workers, err := store.Workers(ctx)
+		if err != nil {
+			return err
+		}
+		if holder := checkpoint.Holder(ctx, db, name); holder != "" && len(workers) > 0 {
+			fmt.Printf("  workers (reported %s ago):\n", time.Since(workers[0].UpdatedAt).Round(100*time.Millisecond))
+			for _, w := range workers {
+				line := fmt.Sprintf("    %2d  %-26s", w.Slot, w.State)
+				if w.GTID != "" {
+					line += fmt.Sprintf(" %s, for %s", w.GTID, time.Since(w.Since).Round(time.Millisecond))
+				}
+				fmt.Println(line)
+			}
+		}
+		if verbose {
+			for _, r := range rows {
+				fmt.Printf("  domain %d slot %d  %s\n", r.Domain, r.Slot, r.GTID)
+			}
 		}
 	}
 	return nil

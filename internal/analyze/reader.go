@@ -163,7 +163,7 @@ type txnInfo struct {
 	tableKeys map[binlog.TableRef]*tableKeys
 	execCost  float64 // µs, parallel part
 	commit    float64 // µs, serial part
-	barrier   uint8
+	barrier   barrierKind
 }
 
 // assembler cuts events into groups and builds Transactions.
@@ -174,11 +174,9 @@ type assembler struct {
 	format  binlog.Event
 	groups  groupTracker
 	current *txnInfo
-	gi      int64
 
 	lastRows *deferredRows
-	// torn counts groups the input ended inside.
-	events int64
+	events   int64
 }
 
 func newAssembler() *assembler {
@@ -254,8 +252,6 @@ func (a *assembler) add(raw rawEvent) (*txnInfo, error) {
 		t.txn.Flags = t.txn.Flags&^binlog.FlagTransactional | binlog.FlagDDL | binlog.FlagStandalone
 	}
 	a.current = nil
-	a.gi++
-	t.gi = a.gi
 	return t, nil
 }
 

@@ -45,3 +45,16 @@ func TestScratchRead(t *testing.T) {
 	el := time.Since(start)
 	t.Logf("%d txns, %d rows, %d bytes in %v: %.1f MB/s", n, rows, src.bytes, el, float64(src.bytes)/1e6/el.Seconds())
 }
+
+func TestScratchFull(t *testing.T) {
+	pat := os.Getenv("SCRATCH_BINLOG")
+	if pat == "" {
+		t.Skip()
+	}
+	paths, _ := filepath.Glob(pat)
+	r, err := Files(context.Background(), paths, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.WriteText(os.Stdout)
+}

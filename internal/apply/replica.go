@@ -178,6 +178,8 @@ func (r *Replica) run(ctx context.Context) (Result, error) {
 
 	stopProgress := r.reportProgress(relay)
 	defer stopProgress()
+	stopReport := r.reportWorkers()
+	defer stopReport()
 
 	for {
 		res, err := r.session(ctx, relay)
@@ -551,6 +553,50 @@ func (r *Replica) reportProgress(relay *binlog.RelayLog) func() {
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// reportWorkers writes the workers' states to the target about once a
+// second, for `gapless status`, and removes them when the run ends.
+func (r *Replica) reportWorkers() func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var conn *sql.Conn
+		defer func() {
+			if conn != nil {
+				end, cancelEnd := context.WithTimeout(context.Background(), 2*time.Second)
+				r.store.ReportWorkers(end, conn, nil)
+				cancelEnd()
+				conn.Close()
+			}
+		}()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if conn == nil {
+				c, err := r.cfg.Target.Conn(ctx)
+				if err != nil {
+					continue
+				}
+				conn = c
+			}
+			var rows []checkpoint.WorkerRow
+			for _, st := range r.workerStatus() {
+				rows = append(rows, checkpoint.WorkerRow{Slot: st.Slot, State: string(st.State), GTID: st.GTID, Since: st.Since})
+			}
+			if err := r.store.ReportWorkers(ctx, conn, rows); err != nil && ctx.Err() == nil {
+				conn.Close()
+				conn = nil
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // behind counts the transactions in received that applied does not hold,

@@ -47,6 +47,16 @@ const createTable = `CREATE TABLE IF NOT EXISTS ` + Schema + `.checkpoint (
   PRIMARY KEY (stream, domain_id, slot)
 ) ENGINE=InnoDB COMMENT='gapless: applied position, written with the data'`
 
+const createWorkers = `CREATE TABLE IF NOT EXISTS ` + Schema + `.workers (
+  stream     VARCHAR(64)       NOT NULL,
+  slot       SMALLINT UNSIGNED NOT NULL,
+  state      VARCHAR(64)       NOT NULL COMMENT 'idle, applying, waiting for prior commit, ...',
+  gtid       VARCHAR(256)      NOT NULL DEFAULT '' COMMENT 'transaction (or batch) held',
+  since      DATETIME(6)       NOT NULL COMMENT 'UTC time the worker entered the state',
+  updated_at DATETIME(6)       NOT NULL COMMENT 'UTC time of the report',
+  PRIMARY KEY (stream, slot)
+) ENGINE=InnoDB COMMENT='gapless: what each worker of a running applier does, rewritten every second'`
+
 // Store reads and writes one stream's position.
 type Store struct {
 	db     *sql.DB
@@ -76,14 +86,14 @@ func Open(ctx context.Context, db *sql.DB, stream string, binlogged bool) (*Stor
 		setup = fmt.Sprintf("SET @@session.sql_log_bin=1, @@session.gtid_domain_id=%d", OwnDomain)
 	}
 	var exists int
-	err = conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'checkpoint'", Schema).Scan(&exists)
+	err = conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN ('checkpoint', 'workers')", Schema).Scan(&exists)
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
-	if exists > 0 {
+	if exists == 2 {
 		return &Store{db: db, stream: stream}, nil
 	}
-	for _, stmt := range []string{setup, createSchema, createTable} {
+	for _, stmt := range []string{setup, createSchema, createTable, createWorkers} {
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			return nil, fmt.Errorf("target: create %s.checkpoint: %w", Schema, err)
 		}

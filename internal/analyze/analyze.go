@@ -1,0 +1,297 @@
+// Package analyze answers "how parallel is this binlog, and why does my
+// replica lag": it reads binlog files or a live source, replays gapless's
+// own scheduling (the real schedule.Policy for each policy, a model clock for
+// the target's costs) at several worker counts, and explains what keeps
+// transactions from running at the same time.
+//
+// The work is a pipeline: one reader cuts events into transactions in
+// order; a pool decodes row images and prices each transaction; one stage
+// keeps the in-order statistics; and each policy runs in its own goroutine
+// over the same read-only transactions.
+//
+// Invariant: every stage sees the transactions in source order, each once.
+package analyze
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// DefaultWorkers are the worker counts simulated.
+var DefaultWorkers = []int{1, 2, 4, 8, 16, 32}
+
+// DefaultPolicies are the policies simulated (serial is the baseline).
+var DefaultPolicies = []string{"commit-id", "writeset", "schema", "domain"}
+
+// Options configure an analysis.
+type Options struct {
+	Workers  []int
+	Policies []string
+	Cost     CostModel
+	// SchemaFrom is a server holding the tables, for their unique and
+	// foreign keys; nil uses the table maps' primary key metadata.
+	SchemaFrom *sql.DB
+	// ReferenceWorkers is the worker count whose simulation explains
+	// which transactions held others back (default 16, gapless's default).
+	ReferenceWorkers int
+	// Since drops transactions the source wrote before it (zero: none).
+	Since time.Time
+}
+
+func (o *Options) defaults() error {
+	if len(o.Workers) == 0 {
+		o.Workers = DefaultWorkers
+	}
+	o.Workers = slices.Clone(o.Workers)
+	slices.Sort(o.Workers)
+	o.Workers = slices.Compact(o.Workers)
+	if o.Workers[0] < 1 || o.Workers[len(o.Workers)-1] > ringSize/2 {
+		return fmt.Errorf("worker counts must be between 1 and %d, got %v", ringSize/2, o.Workers)
+	}
+	if len(o.Policies) == 0 {
+		o.Policies = DefaultPolicies
+	}
+	if o.Cost == (CostModel{}) {
+		o.Cost = DefaultCostModel
+	}
+	if o.Cost.Commit < 0 || o.Cost.Txn < 0 || o.Cost.Row < 0 || o.Cost.KiB < 0 {
+		return fmt.Errorf("cost model constants must not be negative: %s", o.Cost)
+	}
+	if o.Cost.Commit+o.Cost.Txn+o.Cost.Row+o.Cost.KiB <= 0 {
+		return errors.New("cost model is all zero: every transaction would cost nothing")
+	}
+	if o.ReferenceWorkers == 0 {
+		o.ReferenceWorkers = 16
+	}
+	if !slices.Contains(o.Workers, o.ReferenceWorkers) {
+		o.ReferenceWorkers = o.Workers[len(o.Workers)-1]
+	}
+	return nil
+}
+
+// Files analyzes binlog or relay log files, in the order given.
+func Files(ctx context.Context, paths []string, opts Options) (*Report, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no binlog files to analyze")
+	}
+	src := newFileSource(paths)
+	report, err := run(ctx, src, opts)
+	if err != nil {
+		return nil, err
+	}
+	report.Input = fmt.Sprintf("%d file(s): %s .. %s", len(paths), paths[0], paths[len(paths)-1])
+	report.SkippedFiles = src.skipped
+	report.Torn = src.torn
+	if report.Transactions == 0 && len(src.skipped) == len(paths) {
+		return nil, fmt.Errorf("none of the %d file(s) is a binlog file (no binlog magic header)", len(paths))
+	}
+	return report, nil
+}
+
+// batch is a run of consecutive transactions moving through the pipeline.
+type batch struct {
+	txns []*txnInfo
+	done chan struct{}
+	err  error
+}
+
+const batchSize = 256
+
+// run drives the pipeline over src.
+func run(ctx context.Context, src eventSource, opts Options) (*Report, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer src.close()
+
+	keySource := KeysFromTableMap
+	var server *serverCatalog
+	if opts.SchemaFrom != nil {
+		keySource, server = KeysFromServer, newServerCatalog(opts.SchemaFrom)
+	}
+	needRows := opts.Cost.Row > 0 || (slices.Contains(opts.Policies, "writeset") && keySource != KeysNone)
+
+	var runs []*policyRun
+	for _, name := range opts.Policies {
+		r, err := newPolicyRun(name, &keyLookup{source: keySource, server: server}, opts.Workers, opts.ReferenceWorkers)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	stats := newStatistics(&keyLookup{source: keySource, server: server})
+
+	// Reader: events to transactions, in batches.
+	asm := newAssembler()
+	toDecode := make(chan *batch, 16)
+	ordered := make(chan *batch, 16)
+	var readErr error
+	go func() {
+		defer close(toDecode)
+		defer close(ordered)
+		b := &batch{done: make(chan struct{})}
+		send := func() bool {
+			select {
+			case ordered <- b:
+			case <-ctx.Done():
+				return false
+			}
+			select {
+			case toDecode <- b:
+			case <-ctx.Done():
+				return false
+			}
+			b = &batch{done: make(chan struct{})}
+			return true
+		}
+		for {
+			raw, err := src.next(ctx)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				readErr = err
+				break
+			}
+			t, err := asm.add(raw)
+			if err != nil {
+				readErr = err
+				break
+			}
+			if t == nil || (!opts.Since.IsZero() && t.txn.SourceTime.Before(opts.Since)) {
+				continue
+			}
+			b.txns = append(b.txns, t)
+			if len(b.txns) == batchSize && !send() {
+				return
+			}
+		}
+		if len(b.txns) > 0 {
+			send()
+		}
+	}()
+
+	// Decode pool: row images, keys from table maps, costs.
+	var pool sync.WaitGroup
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		pool.Add(1)
+		go func() {
+			defer pool.Done()
+			for b := range toDecode {
+				for _, t := range b.txns {
+					if needRows {
+						if err := t.decodeRows(); err != nil {
+							b.err = err
+							break
+						}
+					}
+					if keySource == KeysFromTableMap {
+						t.tableKeys = tableMapKeys(t.txn)
+					}
+					t.barrier = barrierOf(t)
+					t.execCost, t.commit = opts.Cost.costs(t.rows, t.txn.Size)
+				}
+				close(b.done)
+			}
+		}()
+	}
+
+	// Policies, each on its own goroutine.
+	feeds := make([]chan *batch, len(runs))
+	var policies sync.WaitGroup
+	for i, r := range runs {
+		feeds[i] = make(chan *batch, 8)
+		policies.Add(1)
+		go func() {
+			defer policies.Done()
+			for b := range feeds[i] {
+				if r.err != nil {
+					continue
+				}
+				for _, t := range b.txns {
+					if err := r.admit(t); err != nil {
+						r.err = err
+						cancel()
+						break
+					}
+				}
+			}
+			r.finish()
+		}()
+	}
+
+	var pipeErr error
+	var renumber int64
+	for b := range ordered {
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if b.err != nil {
+			pipeErr = b.err
+			cancel()
+			break
+		}
+		for _, t := range b.txns {
+			renumber++
+			t.gi = renumber
+			stats.add(t)
+		}
+		for _, feed := range feeds {
+			feed <- b
+		}
+	}
+	for _, feed := range feeds {
+		close(feed)
+	}
+	policies.Wait()
+	cancel()
+	for range toDecode {
+	}
+	pool.Wait()
+
+	for _, err := range []error{pipeErr, readErr} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range runs {
+		if r.err != nil {
+			return nil, r.err
+		}
+	}
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return nil, err
+	}
+
+	report := stats.report(asm, opts, keySource)
+	report.RowsDecoded = needRows
+	if asm.open() {
+		report.IncompleteGroups = 1
+	}
+	for _, r := range runs {
+		report.addPolicy(r, opts)
+	}
+	report.Elapsed = time.Since(started).Seconds()
+	if report.Elapsed > 0 {
+		report.MBPerSecond = float64(report.Bytes) / 1e6 / report.Elapsed
+	}
+	report.Advice = advise(report)
+	return report, nil
+}
+
+func workersKey(w int) string { return strconv.Itoa(w) }

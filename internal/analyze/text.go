@@ -1,0 +1,204 @@
+// text.go prints a report for the terminal and as JSON.
+//
+// Invariant: the text names every number's unit, and the JSON is the Report
+// value itself, so both say the same.
+package analyze
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the report for a terminal.
+func (r *Report) WriteText(w io.Writer) error {
+	p := &printer{w: w}
+	p.line("gapless analyze: %s", r.Input)
+	flavor := r.Flavor
+	if r.ServerVersion != "" {
+		flavor += " " + r.ServerVersion
+	}
+	span := ""
+	if !r.First.IsZero() {
+		span = fmt.Sprintf(", committed %s .. %s (%s)", r.First.Format(time.DateTime), r.Last.Format(time.TimeOnly), r.Last.Sub(r.First))
+	}
+	p.line("  %d transactions, %s, %d row changes (%s)%s", r.Transactions, bytesText(r.Bytes), r.RowChanges, flavor, span)
+	p.line("  analyzed in %.1f s (%.0f MB/s)", r.Elapsed, r.MBPerSecond)
+	for _, f := range r.SkippedFiles {
+		p.line("  skipped %s: not a binlog file", f)
+	}
+	if r.Torn != "" {
+		p.line("  the input ends inside an event (%s): the rest was ignored", r.Torn)
+	}
+	if r.IncompleteGroups > 0 {
+		p.line("  the input ends inside a transaction, which was left out")
+	}
+	p.line("  keys: %s", r.KeysNote)
+	if r.Transactions == 0 {
+		return p.err
+	}
+
+	p.blank()
+	p.line("Predicted speedup over serial apply (strict commit order)")
+	p.line("  cost model: COMMIT %.0fµs, serial + per transaction %.0fµs + per row %.0fµs + per KiB %.0fµs; serial apply %s",
+		r.CostModel.CommitUS, r.CostModel.TxnUS, r.CostModel.RowUS, r.CostModel.KiBUS, time.Duration(r.TotalCostMS*float64(time.Millisecond)).Round(time.Millisecond))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := "  policy\t"
+	for _, n := range r.Workers {
+		header += fmt.Sprintf("%d\t", n)
+	}
+	fmt.Fprintln(tw, header+"longest chain\t")
+	for _, pol := range r.Policies {
+		row := "  " + pol.Name + "\t"
+		for _, n := range r.Workers {
+			row += fmt.Sprintf("%.2f\t", pol.Speedup[workersKey(n)])
+		}
+		fmt.Fprintln(tw, row+fmt.Sprintf("%d\t", pol.Longest.Length))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, pol := range r.Policies {
+		if pol.Warning != "" {
+			p.line("  %s: %s", pol.Name, pol.Warning)
+		}
+	}
+
+	p.blank()
+	g := r.GroupCommit
+	p.line("Source commit groups (by %s): %d groups, %.2f transactions each on average", g.By, g.Groups, g.MeanSize)
+	for _, b := range g.Histogram {
+		if b.Groups == 0 {
+			continue
+		}
+		p.line("  %-8s %9d groups %10d transactions  %s", bucketLabel(b), b.Groups, b.Transactions, bar(float64(b.Transactions)/float64(r.Transactions), 30))
+	}
+	c := r.CommitRate
+	p.line("  commit rate: median %.0f/s, p95 %.0f/s over %d busy seconds; about %.0f connections committing per second", c.MedianPerSecond, c.PeakPerSecond, c.BusySeconds, c.Writers)
+
+	p.blank()
+	p.line("Why parallelism is lost")
+	if len(r.Barriers) == 0 {
+		p.line("  barriers: none")
+	}
+	for _, b := range r.Barriers {
+		p.line("  barrier, runs alone: %d x %s", b.Transactions, b.Name)
+	}
+	for _, e := range r.BarrierExamples {
+		p.line("    e.g. %s %s", e.GTID, e.Statement)
+	}
+	for _, t := range r.TablesWithoutPK {
+		p.line("  no primary key: %s (%d transactions)", t.Name, t.Transactions)
+	}
+	if n := len(r.TablesKeysUnknown); n > 0 {
+		p.line("  keys unknown for %d tables (taken whole by writeset), e.g. %s", n, r.TablesKeysUnknown[0].Name)
+	}
+	for _, t := range r.ForeignKeyTables {
+		p.line("  foreign keys: %s (%d transactions)", t.Name, t.Transactions)
+	}
+	if r.PartialRowImages > 0 {
+		p.line("  partial row images: %d transactions", r.PartialRowImages)
+	}
+	if ws := r.Waits; ws != nil {
+		p.line("  writeset: %d transactions (%.1f%%) waited for one of the %d before them", ws.Transactions, pct(ws.Transactions, r.Transactions), r.Workers[len(r.Workers)-1])
+		if ws.AfterBarrier > 0 {
+			p.line("    %d waits for a barrier", ws.AfterBarrier)
+		}
+		if ws.ForeignKeys > 0 {
+			p.line("    %d waits on the shared foreign-key lock", ws.ForeignKeys)
+		}
+		for _, t := range ws.ByTable {
+			note := ""
+			if t.Note != "" {
+				note = " (" + t.Note + ")"
+			}
+			p.line("    table %s: %d transactions%s", t.Name, t.Transactions, note)
+		}
+		for _, k := range ws.ByKey {
+			p.line("    key %s: %d transactions", k.Name, k.Transactions)
+		}
+	}
+	for _, pol := range r.Policies {
+		p.line("  %s: longest dependency chain %d transactions (%s .. %s), at %d workers %.0f%% of worker time waiting for dependencies, %.0f%% for the commit turn",
+			pol.Name, pol.Longest.Length, pol.Longest.From, pol.Longest.To, r.ReferenceWorkers, 100*pol.DepWaitShare, 100*pol.TurnWaitShare)
+	}
+	if len(r.LargeTransactions) > 0 {
+		p.line("  largest transactions (modelled cost):")
+		for _, l := range r.LargeTransactions {
+			p.line("    %s  %s, %d rows, %.1f ms (%s at byte %d)", l.GTID, bytesText(int64(l.Bytes)), l.Rows, l.CostMS, l.File, l.Position)
+		}
+	}
+	if best := bestPolicy(r); best != nil && len(best.HeldBack) > 0 {
+		p.line("  held others back at their commit turn (%s, %d workers):", best.Name, r.ReferenceWorkers)
+		for _, h := range best.HeldBack {
+			p.line("    %s  %s, %d rows: %d transactions waited %.1f ms of worker time", h.GTID, bytesText(int64(h.Bytes)), h.Rows, h.Transactions, h.WaitMS)
+		}
+	}
+	if len(r.Domains) > 1 || len(r.Schemas) > 1 {
+		p.line("  domains: %s; schemas: %s", countsText(r.Domains, 5), countsText(r.Schemas, 5))
+	}
+
+	p.blank()
+	p.line("Advice")
+	for _, a := range r.Advice {
+		p.line("  - %s", a)
+	}
+	return p.err
+}
+
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) line(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format+"\n", args...)
+	}
+}
+
+func (p *printer) blank() { p.line("") }
+
+func bucketLabel(b GroupBucket) string {
+	switch {
+	case b.Min == b.Max:
+		return fmt.Sprint(b.Min)
+	case b.Max > 1<<40:
+		return fmt.Sprintf("%d+", b.Min)
+	}
+	return fmt.Sprintf("%d-%d", b.Min, b.Max)
+}
+
+func bar(share float64, width int) string {
+	n := int(share*float64(width) + 0.5)
+	return strings.Repeat("#", n)
+}
+
+func pct(n, of int) float64 {
+	if of == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(of)
+}
+
+func countsText(cs []Count, n int) string {
+	var parts []string
+	for i, c := range cs {
+		if i == n {
+			parts = append(parts, "...")
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", c.Name, c.Transactions))
+	}
+	return strings.Join(parts, ", ")
+}
