@@ -259,10 +259,14 @@ func describeMachine() machine {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
-	m.MariaDB = commandOutput("mariadbd", "--version")
-	if m.MariaDB == "" {
-		m.MariaDB = commandOutput("/usr/sbin/mariadbd", "--version")
+	version := commandOutput("mariadbd", "--version")
+	if version == "" {
+		version = commandOutput("/usr/sbin/mariadbd", "--version")
 	}
+	if _, after, ok := strings.Cut(version, " Ver "); ok {
+		version = "mariadbd " + strings.Fields(after)[0]
+	}
+	m.MariaDB = version
 	m.Sysbench = commandOutput("sysbench", "--version")
 	m.Commit = commandOutput("git", "rev-parse", "--short", "HEAD")
 	return m

@@ -42,7 +42,7 @@ var workloads = []*workload{
 		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"},
 		Prepare: prepareSysbench("sbtest", 4, 10000),
 		Run: func(ctx context.Context, p *primary, scale float64) error {
-			return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(5000, scale))
+			return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(3000, scale))
 		},
 	},
 	{
@@ -50,7 +50,7 @@ var workloads = []*workload{
 		Durable: false, Databases: []string{"sbtest"},
 		Prepare: prepareSysbench("sbtest", 4, 10000),
 		Run: func(ctx context.Context, p *primary, scale float64) error {
-			return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 1, scaled(5000, scale))
+			return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 1, scaled(3000, scale))
 		},
 	},
 	{
@@ -60,10 +60,10 @@ var workloads = []*workload{
 		Run: func(ctx context.Context, p *primary, scale float64) error {
 			return parallel(
 				func() error {
-					return p.sysbench(ctx, "oltp_update_index", "sbtest", 4, 100, 8, scaled(4000, scale))
+					return p.sysbench(ctx, "oltp_update_index", "sbtest", 4, 100, 8, scaled(2000, scale))
 				},
 				func() error {
-					return p.sysbench(ctx, "oltp_update_non_index", "sbtest", 4, 100, 8, scaled(4000, scale))
+					return p.sysbench(ctx, "oltp_update_non_index", "sbtest", 4, 100, 8, scaled(2000, scale))
 				},
 			)
 		},
@@ -83,14 +83,14 @@ var workloads = []*workload{
 			var clients []func() error
 			for _, db := range []string{"db1", "db2", "db3", "db4"} {
 				clients = append(clients, func() error {
-					return p.sysbench(ctx, "oltp_write_only", db, 2, 10000, 4, scaled(1250, scale))
+					return p.sysbench(ctx, "oltp_write_only", db, 2, 10000, 4, scaled(750, scale))
 				})
 			}
 			return parallel(clients...)
 		},
 	},
 	{
-		ID: "W5", Short: "large transactions among small", Title: "large transactions: INSERT ... SELECT / DELETE of 10 000 rows every 400 among W1's",
+		ID: "W5", Short: "large transactions among small", Title: "large transactions: INSERT ... SELECT / DELETE of 10 000 rows every 300 among W1's",
 		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"},
 		Prepare: func(ctx context.Context, p *primary) error {
 			if err := prepareSysbench("sbtest", 4, 10000)(ctx, p); err != nil {
@@ -99,18 +99,18 @@ var workloads = []*workload{
 			return p.srv.Exec(ctx, "CREATE TABLE sbtest.bulk LIKE sbtest.sbtest1")
 		},
 		Run: func(ctx context.Context, p *primary, scale float64) error {
-			return p.withSideJob(ctx, 400, bulkChange, func() error {
-				return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(4000, scale))
+			return p.withSideJob(ctx, 300, bulkChange, func() error {
+				return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(2500, scale))
 			})
 		},
 	},
 	{
-		ID: "W6", Short: "W1 with DDL", Title: "W1 with a DDL (ADD COLUMN or CREATE INDEX) every 1500 transactions",
+		ID: "W6", Short: "W1 with DDL", Title: "W1 with a DDL (ADD COLUMN or CREATE INDEX) every 1000 transactions",
 		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"},
 		Prepare: prepareSysbench("sbtest", 4, 10000),
 		Run: func(ctx context.Context, p *primary, scale float64) error {
-			return p.withSideJob(ctx, 1500, schemaChange, func() error {
-				return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(5000, scale))
+			return p.withSideJob(ctx, 1000, schemaChange, func() error {
+				return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(3000, scale))
 			})
 		},
 	},
@@ -151,7 +151,7 @@ type recording struct {
 	Transactions    int64
 	PrimarySeconds  float64
 	BinlogFiles     []string
-	BinlogBytes     int64
+	BinlogBytes     int64 // written by the workload
 }
 
 // record starts the workload's primary, prepares its tables, copies them
@@ -184,6 +184,10 @@ func record(ctx context.Context, fl *fleet, w *workload, dir string, scale float
 		return nil, fmt.Errorf("%s: %w", w.ID, err)
 	}
 
+	_, bytesBefore, err := binlogFiles(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("%s primary: %w", w.ID, err)
+	}
 	began := time.Now()
 	if err := w.Run(ctx, p, scale); err != nil {
 		return nil, fmt.Errorf("%s: workload: %w (sysbench output in %s)", w.ID, err, logFile.Name())
@@ -198,9 +202,11 @@ func record(ctx context.Context, fl *fleet, w *workload, dir string, scale float
 	if rec.Transactions, err = transactionsBetween(rec.Start, rec.End); err != nil {
 		return nil, fmt.Errorf("%s: %w", w.ID, err)
 	}
-	if rec.BinlogFiles, rec.BinlogBytes, err = binlogFiles(ctx, db); err != nil {
+	var bytesAfter int64
+	if rec.BinlogFiles, bytesAfter, err = binlogFiles(ctx, db); err != nil {
 		return nil, fmt.Errorf("%s primary: %w", w.ID, err)
 	}
+	rec.BinlogBytes = bytesAfter - bytesBefore
 	return rec, nil
 }
 

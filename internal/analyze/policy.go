@@ -30,7 +30,7 @@ type Chain struct {
 
 type chainLink struct {
 	depth int32
-	from  int64
+	from  txnID
 }
 
 // policyRun is one policy and its simulations.
@@ -41,7 +41,6 @@ type policyRun struct {
 	window  int64
 	sims    []*simulator
 	links   [ringSize]chainLink
-	ids     [ringSize]txnID
 	longest int32
 	longIDs [2]txnID
 
@@ -61,7 +60,7 @@ func newPolicyRun(name string, lookup *keyLookup, workers []int, reference int) 
 	for _, w := range workers {
 		s := newSimulator(w)
 		if w == reference {
-			s.blame = &blameTracker{keep: 5, minWait: 1000}
+			s.blame = &blameTracker{keep: 5, minWait: 1000, window: int64(w)}
 		}
 		r.sims = append(r.sims, s)
 		r.window = max(r.window, int64(w))
@@ -96,20 +95,23 @@ func (r *policyRun) admit(t *txnInfo) error {
 }
 
 func (r *policyRun) chain(t *txnInfo, deps schedule.Deps) {
-	link := chainLink{depth: 1, from: t.gi}
+	var longest *chainLink
 	for _, d := range deps {
 		if d >= t.gi || t.gi-d >= ringSize {
 			continue
 		}
-		if l := r.links[d%ringSize]; l.depth+1 > link.depth {
-			link = chainLink{depth: l.depth + 1, from: l.from}
+		if l := &r.links[d%ringSize]; longest == nil || l.depth > longest.depth {
+			longest = l
 		}
 	}
+	link := chainLink{depth: 1, from: idOf(t.txn)}
+	if longest != nil {
+		link = chainLink{depth: longest.depth + 1, from: longest.from}
+	}
 	r.links[t.gi%ringSize] = link
-	r.ids[t.gi%ringSize] = idOf(t.txn)
 	if link.depth > r.longest {
 		r.longest = link.depth
-		r.longIDs = [2]txnID{r.ids[link.from%ringSize], r.ids[t.gi%ringSize]}
+		r.longIDs = [2]txnID{link.from, idOf(t.txn)}
 	}
 }
 

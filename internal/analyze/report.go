@@ -108,7 +108,8 @@ type CommitRate struct {
 	BusySeconds     int     `json:"busy_seconds"`
 	MedianPerSecond float64 `json:"median_per_second"`
 	PeakPerSecond   float64 `json:"p95_per_second"`
-	// Writers is the median number of distinct connections committing in a second.
+	// Writers is the median number of distinct connections committing in a
+	// second; 0 when the binlog does not say (MariaDB row format).
 	Writers float64 `json:"writers"`
 }
 
@@ -248,12 +249,17 @@ func (s *statistics) commitRate() CommitRate {
 			writers = append(writers, float64(len(sec.writers)))
 		}
 	}
-	return CommitRate{
+	rate := CommitRate{
 		BusySeconds:     len(counts),
 		MedianPerSecond: quantile(counts, 0.5),
 		PeakPerSecond:   quantile(counts, 0.95),
-		Writers:         quantile(writers, 0.5),
 	}
+	// MariaDB row-format transactions carry no connection id (no BEGIN
+	// query event): the number of writers is then unknown.
+	if 2*s.threaded >= s.transactions {
+		rate.Writers = quantile(writers, 0.5)
+	}
+	return rate
 }
 
 func quantile(v []float64, q float64) float64 {

@@ -75,7 +75,8 @@ type statistics struct {
 	first, last  time.Time
 	flavor       binlog.Flavor
 
-	seconds map[int64]*secondStat
+	seconds  map[int64]*secondStat
+	threaded int // transactions whose events name the connection that wrote them
 
 	runKey    uint64
 	runLen    int
@@ -129,6 +130,9 @@ func (s *statistics) add(t *txnInfo) {
 		s.seconds[txn.SourceTime.Unix()] = sec
 	}
 	sec.commits++
+	if t.threadID != 0 {
+		s.threaded++
+	}
 	if t.threadID != 0 && len(sec.writers) < maxWritersTracked && !slices.Contains(sec.writers, t.threadID) {
 		sec.writers = append(sec.writers, t.threadID)
 	}

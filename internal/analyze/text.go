@@ -84,7 +84,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		p.line("  %-8s %9d groups %10d transactions  %s", bucketLabel(b), b.Groups, b.Transactions, bar(float64(b.Transactions)/float64(r.Transactions), 30))
 	}
 	c := r.CommitRate
-	p.line("  commit rate: median %.0f/s, p95 %.0f/s over %d busy seconds; about %.0f connections committing per second", c.MedianPerSecond, c.PeakPerSecond, c.BusySeconds, c.Writers)
+	writers := "connections committing per second: unknown (the binlog does not name them)"
+	if c.Writers > 0 {
+		writers = fmt.Sprintf("about %.0f connections committing per second", c.Writers)
+	}
+	p.line("  commit rate: median %.0f/s, p95 %.0f/s over %d busy seconds; %s", c.MedianPerSecond, c.PeakPerSecond, c.BusySeconds, writers)
 
 	p.blank()
 	p.line("Why parallelism is lost")

@@ -1,0 +1,116 @@
+// stop_test.go proves the two stops of a parallel run: a stop signal returns
+// within about a second plus the longest transaction in flight however many
+// are queued, at a gap-less point (seed 000's demonstration); and a
+// permanent error stops at the transaction before it, names it, and a
+// restart once the cause is fixed, or with --skip-gtid, continues exactly once.
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestStopIsFastAndGapless(t *testing.T) {
+	sb := upSandbox(t)
+	relay := filepath.Join(t.TempDir(), "relay")
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE d1", "CREATE DATABASE d2",
+		"CREATE TABLE d1.a (i INT) ENGINE=InnoDB", "CREATE TABLE d2.a (i INT) ENGINE=InnoDB")
+	replicateUntilCaughtUp(t, sb, relay)
+	// Every row applied on the target takes a second, as in seed 000's demonstration.
+	mustExec(t, sb.Target,
+		"SET GLOBAL slave_run_triggers_for_rbr = YES",
+		"SET SESSION sql_log_bin = 0",
+		"CREATE TRIGGER d1.iai AFTER INSERT ON d1.a FOR EACH ROW DO SLEEP(1)",
+		"CREATE TRIGGER d2.iai AFTER INSERT ON d2.a FOR EACH ROW DO SLEEP(1)")
+	var stmts []string
+	for i := 1; i <= 200; i++ {
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO d1.a VALUES (%d)", i), fmt.Sprintf("INSERT INTO d2.a VALUES (%d)", i))
+	}
+	mustExec(t, sb.Primary, stmts...)
+
+	cmd, _, wait := background(t, append(replicateArgs(sb.SourceURL, sb.TargetURL, relay), "--workers", "4", "--batch", "1")...)
+	time.Sleep(3 * time.Second)
+	began := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	r := wait()
+	took := time.Since(began)
+	t.Logf("stop took %s; %s", took.Round(time.Millisecond), strings.TrimSpace(r.stdout))
+	if r.code != 0 {
+		t.Fatalf("stop exited %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// 400 queued transactions of one second each: waiting for the queue would take minutes.
+	if took > 10*time.Second {
+		t.Errorf("the stop took %s; it should end within about a second plus the transaction in flight", took)
+	}
+	// Gap-less: the target holds the first k inserts of the primary's order, d1 before d2.
+	var n1, n2, max1, max2 int
+	db := rootDB(t, sb.Target)
+	db.QueryRow("SELECT COUNT(*), COALESCE(MAX(i), 0) FROM d1.a").Scan(&n1, &max1)
+	db.QueryRow("SELECT COUNT(*), COALESCE(MAX(i), 0) FROM d2.a").Scan(&n2, &max2)
+	t.Logf("target holds %d rows of d1.a and %d of d2.a", n1, n2)
+	if n1 != max1 || n2 != max2 || n1 < n2 || n1 > n2+1 {
+		t.Errorf("the target is not a prefix of the primary's history: d1.a %d rows (max %d), d2.a %d rows (max %d)", n1, max1, n2, max2)
+	}
+	if n1+n2 == 0 || n1+n2 == 400 {
+		t.Errorf("the stop came at %d of 400 rows; the test wants it in the middle", n1+n2)
+	}
+	// The rest follows exactly once after the stop (without the slow triggers).
+	mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "DROP TRIGGER d1.iai", "DROP TRIGGER d2.iai")
+	replicateUntilCaughtUp(t, sb, relay)
+	requireEqual(t, sb)
+}
+
+func TestPermanentErrorStopsGaplessAndNamesTheTransaction(t *testing.T) {
+	sb := upSandbox(t)
+	relay := filepath.Join(t.TempDir(), "relay")
+	mustExec(t, sb.Primary, "CREATE DATABASE e", "CREATE TABLE e.t (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB")
+	replicateUntilCaughtUp(t, sb, relay)
+	// A row on the target that the primary will insert too: a duplicate key in the middle of the stream.
+	mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "INSERT INTO e.t VALUES (150, 'local')")
+	var stmts []string
+	for i := 1; i <= 300; i++ {
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO e.t VALUES (%d, 'primary')", i))
+	}
+	mustExec(t, sb.Primary, stmts...)
+	until := binlogPos(t, sb.Primary)
+	var failing string
+	args := append(replicateArgs(sb.SourceURL, sb.TargetURL, relay), "--until", until, "--workers", "8")
+
+	r := gapless(t, nil, args...)
+	t.Logf("exit %d: %s", r.code, strings.TrimSpace(r.stderr))
+	if r.code == 0 {
+		t.Fatal("the run went past a duplicate key")
+	}
+	for _, want := range []string{"e.t", "row events", "1062", "Duplicate entry", "--skip-gtid"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the error does not say %q", want)
+		}
+	}
+	if i := strings.Index(r.stderr, "--skip-gtid "); i >= 0 {
+		failing = strings.Fields(r.stderr[i+len("--skip-gtid "):])[0]
+	}
+	// Gap-less: everything before the failing row, nothing after it.
+	var below, above int
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM e.t WHERE id < 150 AND v = 'primary'").Scan(&below)
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM e.t WHERE id > 150").Scan(&above)
+	if below != 149 || above != 0 {
+		t.Errorf("after the error stop the target holds %d rows below the failing one (want 149) and %d above (want 0)", below, above)
+	}
+
+	// Skipping the failing transaction goes on exactly once; the local row stays.
+	r = gapless(t, nil, append(args, "--skip-gtid", failing)...)
+	if r.code != 0 {
+		t.Fatalf("the run with --skip-gtid %s exited %d:\n%s", failing, r.code, r.stderr)
+	}
+	var local, total int
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM e.t WHERE v = 'local'").Scan(&local)
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM e.t").Scan(&total)
+	if local != 1 || total != 300 {
+		t.Errorf("after the skip the target holds %d rows (want 300), %d of them local (want 1)", total, local)
+	}
+}
