@@ -21,6 +21,7 @@ import (
 	"gapless/internal/binlog"
 	"gapless/internal/checkpoint"
 	"gapless/internal/dburl"
+	"gapless/internal/filter"
 	"gapless/internal/gtid"
 	"gapless/internal/schedule"
 	"gapless/internal/target"
@@ -43,6 +44,8 @@ type replicateFlags struct {
 	segmentSize    int64
 	verbose        bool
 	workers        int
+	doDB, ignoreDB []string
+	ignoreTable    []string
 	batch          int
 	policy         string
 	commitOrder    string
@@ -68,6 +71,9 @@ else from the target's @@gtid_slave_pos, else from the source's first binlog.`,
 	fl.StringVar(&f.source, "source", os.Getenv("GAPLESS_SOURCE"), "source (primary) URL mysql://user:password@host:port (default $GAPLESS_SOURCE)")
 	fl.StringVar(&f.target, "target", os.Getenv("GAPLESS_TARGET"), "target URL mysql://user:password@host:port (default $GAPLESS_TARGET)")
 	fl.IntVar(&f.workers, "workers", 16, "parallel target connections")
+	fl.StringSliceVar(&f.doDB, "do-db", nil, "apply only these databases (repeatable or comma-separated)")
+	fl.StringSliceVar(&f.ignoreDB, "ignore-db", nil, "do not apply these databases (repeatable or comma-separated)")
+	fl.StringSliceVar(&f.ignoreTable, "ignore-table", nil, "do not apply tables matching db.table, with % and _ as wildcards (e.g. db.%, db.t%)")
 	fl.IntVar(&f.batch, "batch", 32, "most consecutive transactions a worker applies in one target transaction (1: no batching)")
 	fl.StringVar(&f.policy, "policy", "writeset", "what may run in parallel: "+strings.Join(schedule.Names, " | "))
 	fl.StringVar(&f.commitOrder, "commit-order", "strict", "strict (commit in source order) | causal (commit once dependencies have)")
@@ -95,6 +101,12 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	}
 	if f.workers < 1 || f.workers > 256 {
 		return fmt.Errorf("--workers %d: want 1 to 256", f.workers)
+	}
+	rules := &filter.Rules{DoDB: f.doDB, IgnoreDB: f.ignoreDB}
+	for _, p := range f.ignoreTable {
+		if err := rules.AddIgnoreTable(p); err != nil {
+			return err
+		}
 	}
 	if f.batch < 1 || f.batch > 10000 {
 		return fmt.Errorf("--batch %d: want 1 to 10000", f.batch)
@@ -188,6 +200,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		Session:     target.Options{KeepGTID: keepGTID, WriteBinlog: writeBinlog},
 		Workers:     f.workers,
 		BatchMax:    f.batch,
+		Filter:      rules,
 		Policy:      f.policy,
 		CommitOrder: apply.CommitOrder(f.commitOrder),
 		Start:       start,
@@ -205,7 +218,11 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s: applied %d transactions in %s; position %s\n", res.Reason, res.Applied, time.Since(began).Round(time.Millisecond), res.Position.String())
+	filtered := ""
+	if res.Filtered > 0 {
+		filtered = fmt.Sprintf(" (and passed %d filtered out)", res.Filtered)
+	}
+	fmt.Printf("%s: applied %d transactions%s in %s; position %s\n", res.Reason, res.Applied, filtered, time.Since(began).Round(time.Millisecond), res.Position.String())
 	return nil
 }
 

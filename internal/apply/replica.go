@@ -31,6 +31,7 @@ import (
 
 	"gapless/internal/binlog"
 	"gapless/internal/checkpoint"
+	"gapless/internal/filter"
 	"gapless/internal/gtid"
 	"gapless/internal/schedule"
 	"gapless/internal/target"
@@ -70,6 +71,8 @@ type Config struct {
 	Until *gtid.MariaDBPosition
 	// Skip lists transactions to record as applied without applying them.
 	Skip []gtid.MariaDBGTID
+	// Filter says which databases and tables reach the target.
+	Filter *filter.Rules
 	// Progress is called about once per ProgressEvery with the run's state.
 	Progress      func(Progress)
 	ProgressEvery time.Duration
@@ -93,18 +96,20 @@ type Progress struct {
 type Result struct {
 	Position gtid.MariaDBPosition
 	Applied  int64
+	Filtered int64  // transactions the filters left nothing of
 	Reason   string // "until reached", "stopped"
 }
 
 // Replica is one run of gapless replicate.
 type Replica struct {
-	cfg     Config
-	log     *slog.Logger
-	store   *checkpoint.Store
-	lock    *checkpoint.Lock
-	clog    *commitLog
-	workers []*worker
-	applied atomic.Int64
+	cfg      Config
+	log      *slog.Logger
+	store    *checkpoint.Store
+	lock     *checkpoint.Lock
+	clog     *commitLog
+	workers  []*worker
+	applied  atomic.Int64
+	filtered atomic.Int64
 
 	mu         sync.Mutex
 	position   gtid.MariaDBPosition // gap-less applied position
@@ -234,6 +239,11 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 				decErr <- err
 				return
 			}
+			if kept, ok := r.cfg.Filter.Apply(txn); !ok {
+				txn.Filtered = true
+			} else {
+				txn = kept
+			}
 			select {
 			case txns <- txn:
 			case <-pipeCtx.Done():
@@ -292,7 +302,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			if received != nil {
 				<-recvErr
 			}
-			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Reason: reason}, runErr
+			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Reason: reason}, runErr
 		}
 		var in <-chan *binlog.Transaction
 		if !stopping && len(idle) > 0 && barrier == 0 {
@@ -332,6 +342,18 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			}
 			if len(batch) == 0 {
 				stopping, reason = true, "until reached"
+				continue
+			}
+			if batch[0].Filtered {
+				// Nothing to apply: the position passes it as soon as everything before it commits.
+				gi++
+				r.clog.commit(gi)
+				committed[gi] = batch[0]
+				r.advance(committed)
+				r.filtered.Add(1)
+				if !stopping && (r.untilAfter(batch[0]) || r.untilReached()) {
+					stopping, reason = true, "until reached"
+				}
 				continue
 			}
 			j := &job{gi: gi + 1, txns: batch, skip: len(batch) == 1 && skip[batch[0].MariaDB]}
@@ -410,7 +432,7 @@ func (r *Replica) gather(txn *binlog.Transaction, txns <-chan *binlog.Transactio
 		panic("gather with a pending transaction")
 	}
 	size := txn.Size
-	for r.cfg.BatchMax > 1 && len(batch) < r.cfg.BatchMax && size < batchBytes && target.Batchable(txn) && !skip[txn.MariaDB] && !r.untilAfter(batch[len(batch)-1]) {
+	for !txn.Filtered && r.cfg.BatchMax > 1 && len(batch) < r.cfg.BatchMax && size < batchBytes && target.Batchable(txn) && !skip[txn.MariaDB] && !r.untilAfter(batch[len(batch)-1]) {
 		var next *binlog.Transaction
 		select {
 		case t, ok := <-txns:
@@ -421,7 +443,7 @@ func (r *Replica) gather(txn *binlog.Transaction, txns <-chan *binlog.Transactio
 		default:
 			return batch, true, nil
 		}
-		if !target.Batchable(next) || skip[next.MariaDB] || next.MariaDB.Domain != txn.MariaDB.Domain ||
+		if next.Filtered || !target.Batchable(next) || skip[next.MariaDB] || next.MariaDB.Domain != txn.MariaDB.Domain ||
 			!bytes.Equal(next.Format.Raw, txn.Format.Raw) || accept(next) != nil {
 			r.pending = next
 			return batch, true, nil

@@ -87,6 +87,10 @@ type Transaction struct {
 
 	Size       int       // bytes of all events, GTID event included
 	SourceTime time.Time // when the source wrote the group
+
+	// Filtered is true when the replication filters leave nothing of the
+	// group to apply: it only advances the position.
+	Filtered bool
 }
 
 // GTID prints the transaction's GTID as the source prints it.
