@@ -11,7 +11,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-var stripMarks = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+var stripMarks = transform.Chain(norm.NFKD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
 
 // foldString lower-cases v, drops accents, and writes ß, ss and s alike
 // (collations disagree on which of them are equal), so that 'Ä', 'a', 'á'
@@ -31,6 +31,9 @@ func foldString(v string) string {
 		v = strings.ReplaceAll(v, "ß", "s")
 	}
 	v = strings.ToLower(v)
+	if !ascii {
+		v = strings.NewReplacer("æ", "ae", "œ", "oe").Replace(v)
+	}
 	if !strings.Contains(v, "ss") {
 		return v
 	}

@@ -4,6 +4,7 @@ package schedule
 
 import (
 	"hash/fnv"
+	"slices"
 	"strconv"
 
 	"gapless/internal/binlog"
@@ -44,33 +45,40 @@ type CommitID struct {
 	group, prior []int64 // the current group and the one before it
 	barrier      bool
 	// MySQL logical clock: group index of each sequence number of the current source binlog file.
-	bySequence map[int64]int64
-	lastSeq    int64
+	// pending are the uncommitted ones, in sequence order; sequence numbers
+	// continue across binlog files (base is where the current file starts).
+	pending       []seqGI
+	lastSeq, base int64
 }
 
-func NewCommitID() *CommitID           { return &CommitID{ledger: newLedger(), bySequence: map[int64]int64{}} }
-func (p *CommitID) Name() string       { return "commit-id" }
-func (p *CommitID) Barrier() bool      { return p.barrier }
-func (p *CommitID) Committed(gi int64) { p.ledger.release(gi) }
+type seqGI struct{ seq, gi int64 }
+
+func NewCommitID() *CommitID      { return &CommitID{ledger: newLedger()} }
+func (p *CommitID) Name() string  { return "commit-id" }
+func (p *CommitID) Barrier() bool { return p.barrier }
+func (p *CommitID) Committed(gi int64) {
+	p.ledger.release(gi)
+	if i := slices.IndexFunc(p.pending, func(e seqGI) bool { return e.gi == gi }); i >= 0 {
+		p.pending = slices.Delete(p.pending, i, i+1)
+	}
+}
 
 func (p *CommitID) Admit(gi int64, txn *binlog.Transaction) (Deps, error) {
 	p.barrier = isBarrier(txn)
 	deps := p.ledger.admit(gi, p.barrier, nil)
 	if txn.Flavor == binlog.FlavorMySQL {
 		if txn.SequenceNumber <= p.lastSeq {
-			clear(p.bySequence) // the source started a new binlog file
+			p.base += p.lastSeq // a new binlog file: its last_committed 0 is everything before it
 		}
 		p.lastSeq = txn.SequenceNumber
-		p.bySequence[txn.SequenceNumber] = gi
-		// Everything up to last_committed must have committed.
-		for seq, g := range p.bySequence {
-			if seq <= txn.LastCommitted && g != gi {
-				deps = append(deps, g)
+		last := p.base + txn.LastCommitted
+		for _, e := range p.pending {
+			if e.seq > last {
+				break
 			}
-			if seq < txn.LastCommitted-1024 {
-				delete(p.bySequence, seq)
-			}
+			deps = append(deps, e.gi)
 		}
+		p.pending = append(p.pending, seqGI{p.base + txn.SequenceNumber, gi})
 		return tidy(deps), nil
 	}
 	if txn.CommitID == 0 || txn.CommitID != p.groupID || p.barrier {

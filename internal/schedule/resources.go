@@ -30,6 +30,7 @@ type ledger struct {
 	// uncommitted transactions, in gi order, for barriers
 	uncommitted []int64
 	lastBarrier int64
+	free        []*holders // released, for reuse
 }
 
 func newLedger() *ledger {
@@ -40,10 +41,17 @@ func newLedger() *ledger {
 func (l *ledger) take(gi int64, r uint64, exclusive bool, deps Deps) Deps {
 	h := l.resources[r]
 	if h == nil {
-		h = &holders{}
+		if n := len(l.free); n > 0 {
+			h, l.free = l.free[n-1], l.free[:n-1]
+		} else {
+			h = &holders{}
+		}
 		l.resources[r] = h
 	}
-	if h.exclusive != 0 && h.exclusive != gi {
+	if h.exclusive == gi || !exclusive && len(h.shared) > 0 && h.shared[len(h.shared)-1] == gi {
+		return deps // taken already: by the same transaction, in the same or a stronger mode
+	}
+	if h.exclusive != 0 {
 		deps = append(deps, h.exclusive)
 	}
 	if exclusive {
@@ -54,7 +62,7 @@ func (l *ledger) take(gi int64, r uint64, exclusive bool, deps Deps) Deps {
 		}
 		h.exclusive = gi
 		h.shared = h.shared[:0]
-	} else if len(h.shared) == 0 || h.shared[len(h.shared)-1] != gi {
+	} else {
 		h.shared = append(h.shared, gi)
 	}
 	l.held[gi] = append(l.held[gi], r)
@@ -89,6 +97,7 @@ func (l *ledger) release(gi int64) {
 		}
 		if h.exclusive == 0 && len(h.shared) == 0 {
 			delete(l.resources, r)
+			l.free = append(l.free, h)
 		}
 	}
 	delete(l.held, gi)

@@ -17,9 +17,7 @@
 package schedule
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"strings"
 
@@ -63,6 +61,7 @@ type Writeset struct {
 	Warn     func(string)
 	warned   bool
 	keysSeen uint64
+	prefixes []uint64 // per key of the table at hand, the hash of database, table and index
 }
 
 func NewWriteset(c Catalog) *Writeset { return &Writeset{catalog: c, ledger: newLedger()} }
@@ -82,9 +81,11 @@ func (p *Writeset) Admit(gi int64, txn *binlog.Transaction) (Deps, error) {
 		return tidy(deps), nil
 	}
 	var err error
-	for _, rows := range txn.RowEvents() {
-		if deps, err = p.rowKeys(gi, rows, deps); err != nil {
-			return nil, err
+	for _, ev := range txn.Events {
+		if rows, ok := ev.Data.(*replication.RowsEvent); ok {
+			if deps, err = p.rowKeys(gi, rows, deps); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return tidy(deps), nil
@@ -100,27 +101,31 @@ func (p *Writeset) rowKeys(gi int64, ev *replication.RowsEvent, deps Deps) (Deps
 	if err != nil {
 		return deps, err
 	}
+	if info != nil && info.ForeignKeys {
+		deps = p.ledger.take(gi, fkResource, true, deps)
+	}
 	if info == nil || len(info.Keys) == 0 {
 		return p.ledger.take(gi, tableRes, true, deps), nil
 	}
-	if info.ForeignKeys {
-		deps = p.ledger.take(gi, fkResource, true, deps)
-	}
 	deps = p.ledger.take(gi, tableRes, false, deps)
+	p.prefixes = p.prefixes[:0]
+	for _, key := range info.Keys {
+		h := fnvString(fnvByte(fnvString(fnvByte(fnvString(fnvOffset, schema), 0), table), 0), key.Name)
+		p.prefixes = append(p.prefixes, h)
+	}
 	for i, row := range ev.Rows {
 		var skipped []int
 		if i < len(ev.SkippedColumns) {
 			skipped = ev.SkippedColumns[i]
 		}
-		for _, key := range info.Keys {
-			h, ok := keyHash(schema, table, key, row, skipped)
-			if !ok {
-				if isPrimary(key, info) {
-					// The row image lacks the primary key: only the table is safe.
-					p.warnOnce(fmt.Sprintf("%s.%s: a row image lacks key columns (is binlog_row_image FULL on the source?); such tables are applied one transaction at a time", schema, table))
-					return p.ledger.take(gi, tableRes, true, deps), nil
-				}
+		for k, key := range info.Keys {
+			h, state := keyHash(p.prefixes[k], key, row, skipped)
+			if state == keyNull {
 				continue // a unique key with a NULL part constrains nothing
+			}
+			if state == keyMissing {
+				p.warnOnce(fmt.Sprintf("%s.%s: a row image lacks key columns (is binlog_row_image FULL on the source?); such tables are applied one transaction at a time", schema, table))
+				return p.ledger.take(gi, tableRes, true, deps), nil
 			}
 			deps = p.ledger.take(gi, h, true, deps)
 			p.keysSeen++
@@ -129,7 +134,11 @@ func (p *Writeset) rowKeys(gi int64, ev *replication.RowsEvent, deps Deps) (Deps
 	return deps, nil
 }
 
-func isPrimary(k UniqueKey, info *TableInfo) bool { return &info.Keys[0] == &k || k.Name == "PRIMARY" }
+const (
+	keyOK = iota
+	keyNull
+	keyMissing
+)
 
 func (p *Writeset) warnOnce(msg string) {
 	if !p.warned && p.Warn != nil {
@@ -138,59 +147,79 @@ func (p *Writeset) warnOnce(msg string) {
 	p.warned = true
 }
 
-// keyHash hashes one key of one row image; ok is false when a key column is
-// NULL or missing from the image.
-func keyHash(schema, table string, key UniqueKey, row []interface{}, skipped []int) (uint64, bool) {
-	h := fnv.New64a()
-	h.Write([]byte(schema))
-	h.Write([]byte{0})
-	h.Write([]byte(table))
-	h.Write([]byte{0})
-	h.Write([]byte(key.Name))
-	var buf [8]byte
+// keyHash hashes one key of one row image, starting from prefix (the hash
+// of database, table and index); state tells a NULL or a missing column.
+func keyHash(prefix uint64, key UniqueKey, row []interface{}, skipped []int) (uint64, int) {
+	h := prefix
 	for i, col := range key.Columns {
-		if col >= len(row) || row[col] == nil || contains(skipped, col) {
-			return 0, false
+		if col >= len(row) || contains(skipped, col) {
+			return 0, keyMissing
 		}
-		h.Write([]byte{1})
+		if row[col] == nil {
+			return 0, keyNull
+		}
+		h = fnvByte(h, 1)
 		switch v := row[col].(type) {
 		case string:
-			h.Write([]byte(comparable(v, key.Fold[i], key.Pad[i], key.Prefix[i])))
+			h = fnvString(h, comparable(v, key.Fold[i], key.Pad[i], key.Prefix[i]))
 		case []byte:
-			h.Write([]byte(comparable(string(v), key.Fold[i], key.Pad[i], key.Prefix[i])))
+			h = fnvString(h, comparable(string(v), key.Fold[i], key.Pad[i], key.Prefix[i]))
 		case int8, int16, int32, int64, int:
-			binary.LittleEndian.PutUint64(buf[:], uint64(toInt64(v)))
-			h.Write(buf[:])
+			h = fnvUint64(h, uint64(toInt64(v)))
 		case uint8, uint16, uint32, uint64, uint:
-			binary.LittleEndian.PutUint64(buf[:], toUint64(v))
-			h.Write(buf[:])
+			h = fnvUint64(h, toUint64(v))
 		case float32:
-			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(float64(v)))
-			h.Write(buf[:])
+			h = fnvUint64(h, math.Float64bits(float64(v)))
 		case float64:
-			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
-			h.Write(buf[:])
+			h = fnvUint64(h, math.Float64bits(v))
 		default:
-			fmt.Fprint(h, v)
+			h = fnvString(h, fmt.Sprint(v))
 		}
 	}
-	return h.Sum64(), true
+	return h, keyOK
+}
+
+const (
+	fnvOffset uint64 = 14695981039346656037
+	fnvPrime  uint64 = 1099511628211
+)
+
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * fnvPrime
+	}
+	return h
+}
+
+func fnvByte(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
+
+func fnvUint64(h, v uint64) uint64 {
+	for range 8 {
+		h = fnvByte(h, byte(v))
+		v >>= 8
+	}
+	return h
 }
 
 // comparable reduces a string to what the index compares. Folding is
 // deliberately coarse (lower case, accents dropped): two strings the index
 // tells apart may hash alike, which only costs parallelism, never safety.
 func comparable(v string, fold, pad bool, prefix int) string {
-	if prefix > 0 {
-		if r := []rune(v); len(r) > prefix {
-			v = string(r[:prefix])
+	// An index prefix counts characters, or bytes for binary columns. Folded
+	// strings are cut after folding, in characters, since folding changes
+	// lengths; other strings are cut in bytes, never longer than in characters.
+	if fold {
+		v = foldString(v)
+		if prefix > 0 {
+			if r := []rune(v); len(r) > prefix {
+				v = string(r[:prefix])
+			}
 		}
+	} else if prefix > 0 && len(v) > prefix {
+		v = v[:prefix]
 	}
 	if pad {
 		v = strings.TrimRight(v, " ")
-	}
-	if fold {
-		v = foldString(v)
 	}
 	return v
 }

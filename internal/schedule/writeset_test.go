@@ -221,6 +221,10 @@ func TestFoldString(t *testing.T) {
 		{"ñ", "N"},
 		{"Straße", "STRASSE"},
 		{"Ǆ", "ǆ"},
+		{"Ａ", "a"},
+		{"ﬁ", "FI"},
+		{"Æ", "ae"},
+		{"œ", "OE"},
 	}
 	for _, c := range cases {
 		if foldString(c.a) != foldString(c.b) {
