@@ -33,6 +33,7 @@ func main() {
 		newStatusCmd(),
 		newVerifyCmd(),
 		newSandboxCmd(),
+		newAnalyzeCmd(),
 	)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "gapless:", err)

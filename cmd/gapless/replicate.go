@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -43,6 +44,7 @@ type replicateFlags struct {
 	progress       time.Duration
 	segmentSize    int64
 	verbose        bool
+	cpuProfile     string
 	workers        int
 	doDB, ignoreDB []string
 	ignoreTable    []string
@@ -87,6 +89,8 @@ else from the target's @@gtid_slave_pos, else from the source's first binlog.`,
 	fl.DurationVar(&f.progress, "progress", time.Second, "print progress this often (0: never)")
 	fl.Int64Var(&f.segmentSize, "relay-segment-size", 64<<20, "rotate relay log segments after this many bytes")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log each reconnect and retry")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (for gapless's developers)")
+	fl.MarkHidden("cpuprofile")
 	return cmd
 }
 
@@ -213,6 +217,15 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		cfg.Progress = printProgress
 	}
 	fmt.Printf("replicating %s -> %s (stream %q, relay log %s)\n", srcCfg.Redacted(), tgtCfg.Redacted(), f.stream, f.relayDir)
+	if f.cpuProfile != "" {
+		out, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer out.Close()
+		pprof.StartCPUProfile(out)
+		defer pprof.StopCPUProfile()
+	}
 	began := time.Now()
 	res, err := apply.Run(ctx, cfg)
 	if err != nil {
@@ -223,6 +236,9 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		filtered = fmt.Sprintf(" (and passed %d filtered out)", res.Filtered)
 	}
 	fmt.Printf("%s: applied %d transactions%s in %s; position %s\n", res.Reason, res.Applied, filtered, time.Since(began).Round(time.Millisecond), res.Position.String())
+	if f.verbose && res.Batches > 0 {
+		fmt.Printf("%d target transactions, %.1f source transactions each\n", res.Batches, float64(res.Applied)/float64(res.Batches))
+	}
 	return nil
 }
 

@@ -8,7 +8,6 @@ package analyze
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"time"
 )
@@ -64,7 +63,7 @@ func advise(r *Report) []string {
 			out = append(out, fmt.Sprintf("%d transactions were written with skip_parallel_replication=ON: unset it where it is not needed", b.Transactions))
 		case "ddl":
 			if float64(b.Transactions) > 0.01*float64(r.Transactions) {
-				out = append(out, fmt.Sprintf("%d DDL statements (%.1f%% of transactions) each empty the pipeline: batch schema changes", b.Transactions, 100*float64(b.Transactions)/float64(r.Transactions)))
+				out = append(out, fmt.Sprintf("%s (%.1f%% of transactions) each empty the pipeline: batch schema changes", plural(b.Transactions, "DDL statement"), 100*float64(b.Transactions)/float64(r.Transactions)))
 			}
 		}
 	}
@@ -76,7 +75,7 @@ func advise(r *Report) []string {
 	}
 	if best != nil && len(best.HeldBack) > 0 {
 		h := best.HeldBack[0]
-		out = append(out, fmt.Sprintf("transaction %s (%s, %d rows) held %d others back at %d workers: split large transactions on the source", h.GTID, bytesText(int64(h.Bytes)), h.Rows, h.Transactions, r.ReferenceWorkers))
+		out = append(out, fmt.Sprintf("transaction %s (%s, %s) kept %s waiting for their commit turn at %d workers: split large transactions on the source", h.GTID, bytesText(int64(h.Bytes)), plural(h.Rows, "row"), plural(h.Transactions, "transaction"), r.ReferenceWorkers))
 	}
 	if len(r.Domains) == 1 {
 		if p := r.policy("domain"); p != nil {
@@ -101,41 +100,55 @@ func bestPolicy(r *Report) *PolicyResult {
 	return best
 }
 
-// groupCommitAdvice sizes the source's group commit so that commit-id finds
-// groups as large as the workers worth running.
+// maxCommitWait is the longest commit delay advised on a primary.
+const maxCommitWait = 10 * time.Millisecond
+
+// groupCommitAdvice sizes the source's group commit so that commit-id (and
+// MariaDB's or MySQL's own parallel replicas) find groups worth running in
+// parallel.
 func groupCommitAdvice(r *Report, best *PolicyResult) []string {
 	want := 8
 	if best != nil && best.BestWorkers > 1 {
-		want = best.BestWorkers
+		want = min(best.BestWorkers, 16)
 	}
 	rate := r.CommitRate.MedianPerSecond
 	mean := r.GroupCommit.MeanSize
 	if mean >= float64(want)*0.8 {
 		return []string{fmt.Sprintf("the source's commit groups already hold %.1f transactions on average: its group commit needs no change", mean)}
 	}
-	if r.CommitRate.Writers > 0 && r.CommitRate.Writers < 1.5 {
-		return []string{fmt.Sprintf("the source commits from about %.0f connection at a time: group commit cannot form groups (waiting would only slow the primary); use writeset, which does not need them", r.CommitRate.Writers)}
+	writers := r.CommitRate.Writers
+	if writers > 0 && writers < 1.5 {
+		return []string{"the source commits from one connection at a time: group commit cannot form groups (waiting would only slow the primary); use writeset, which does not need them"}
 	}
 	if rate <= 0 {
 		return nil
 	}
 	count := want
-	if w := r.CommitRate.Writers; w > 1 && float64(count) > w {
-		count = int(w)
+	if writers > 1 && float64(count) > writers {
+		count = int(writers)
 	}
-	// Wait long enough for count commits to arrive at the observed rate.
-	usec := int(math.Ceil(float64(count) / rate * 1e6))
-	usec = min(max(usec, 100), 100_000)
-	delay := fmt.Sprintf("adds up to %s to each commit on the primary", time.Duration(usec)*time.Microsecond)
-	var line string
+	// Wait long enough for count commits to arrive at the observed rate, within reason.
+	wait := time.Duration(float64(count) / rate * float64(time.Second))
+	wait = min(max(wait, 100*time.Microsecond), maxCommitWait).Round(100 * time.Microsecond)
+	expected := max(1, min(float64(count), rate*wait.Seconds()))
+	condition := ""
+	if writers == 0 {
+		condition = fmt.Sprintf(" (groups form only if %d connections commit at once; the binlog does not say how many write)", count)
+	}
+	usec := wait.Microseconds()
 	if r.Flavor == "mysql" {
-		line = fmt.Sprintf("source commit groups average %.1f transactions at %.0f commits/s: set binlog_group_commit_sync_delay=%d and binlog_group_commit_sync_no_delay_count=%d on the primary (%s), or binlog_transaction_dependency_tracking=WRITESET (MySQL 8.0; the default from 8.4), which needs no delay",
-			mean, rate, min(usec, 1_000_000), count, delay)
-	} else {
-		line = fmt.Sprintf("source commit groups average %.1f transactions at %.0f commits/s: set binlog_commit_wait_count=%d and binlog_commit_wait_usec=%d on the primary (%s) so commit-id (and MariaDB's own parallel replica) finds groups of about %d",
-			mean, rate, count, usec, delay, count)
+		return []string{fmt.Sprintf("source commit groups average %.1f transactions at %.0f commits/s: for commit-id (and MySQL's own parallel replica), set binlog_group_commit_sync_delay=%d and binlog_group_commit_sync_no_delay_count=%d on the primary, which adds up to %s to each commit, for groups of about %.0f%s; or set binlog_transaction_dependency_tracking=WRITESET (MySQL 8.0; the default from 8.4), which needs no delay",
+			mean, rate, usec, count, wait, expected, condition)}
 	}
-	return []string{line}
+	return []string{fmt.Sprintf("source commit groups average %.1f transactions at %.0f commits/s: for commit-id (and MariaDB's own parallel replica), set binlog_commit_wait_count=%d and binlog_commit_wait_usec=%d on the primary, which adds up to %s to each commit, for groups of about %.0f%s",
+		mean, rate, count, usec, wait, expected, condition)}
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func bytesText(n int64) string {

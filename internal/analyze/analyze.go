@@ -96,46 +96,113 @@ func Files(ctx context.Context, paths []string, opts Options) (*Report, error) {
 	return report, nil
 }
 
-// batch is a run of consecutive transactions moving through the pipeline.
+// batch is a run of consecutive groups moving through the pipeline.
 type batch struct {
-	txns []*txnInfo
-	done chan struct{}
-	err  error
+	groups []*rawGroup
+	bytes  int
+	txns   []*txnInfo
+	done   chan struct{}
+	err    error
 }
 
-const batchSize = 256
+// A batch ends at batchSize groups or batchBytes bytes, whichever comes
+// first: the bytes bound the memory in flight when transactions are large.
+const (
+	batchSize  = 256
+	batchBytes = 1 << 20
+)
 
-// run drives the pipeline over src.
-func run(ctx context.Context, src eventSource, opts Options) (*Report, error) {
+// analyzer is the in-order part of an analysis: the statistics and one
+// run per policy.
+type analyzer struct {
+	opts      Options
+	keySource KeySource
+	needRows  bool
+	stats     *statistics
+	runs      []*policyRun
+	gi        int64
+}
+
+func newAnalyzer(opts Options) (*analyzer, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
+	a := &analyzer{opts: opts, keySource: KeysFromTableMap}
+	var server *serverCatalog
+	if opts.SchemaFrom != nil {
+		a.keySource, server = KeysFromServer, newServerCatalog(opts.SchemaFrom)
+	}
+	a.needRows = opts.Cost.Row > 0 || slices.Contains(opts.Policies, "writeset")
+	for _, name := range opts.Policies {
+		r, err := newPolicyRun(name, &keyLookup{source: a.keySource, server: server}, opts.Workers, opts.ReferenceWorkers)
+		if err != nil {
+			return nil, err
+		}
+		a.runs = append(a.runs, r)
+	}
+	a.stats = newStatistics(&keyLookup{source: a.keySource, server: server})
+	return a, nil
+}
+
+// prepare derives what the in-order stages need of a decoded transaction;
+// it may run on any goroutine.
+func (a *analyzer) prepare(t *txnInfo, keys tableKeyCache) {
+	if a.keySource == KeysFromTableMap {
+		t.tableKeys = keys.keysOf(t.txn)
+	}
+	t.barrier = barrierOf(t)
+	t.execCost, t.commit = a.opts.Cost.costs(t.rows, t.txn.Size)
+}
+
+// number gives the next group index and adds the transaction to the statistics.
+func (a *analyzer) number(t *txnInfo) {
+	a.gi++
+	t.gi = a.gi
+	a.stats.add(t)
+}
+
+// add runs one prepared transaction through everything, on this goroutine.
+func (a *analyzer) add(t *txnInfo) error {
+	a.number(t)
+	for _, r := range a.runs {
+		if err := r.admit(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// report ends the analysis.
+func (a *analyzer) report(cut *groupCutter) *Report {
+	report := a.stats.report(cut, a.opts, a.keySource)
+	report.RowsDecoded = a.needRows
+	if cut.open != nil {
+		report.IncompleteGroups = 1
+	}
+	for _, r := range a.runs {
+		r.finish()
+		report.addPolicy(r, a.opts)
+	}
+	report.Advice = advise(report)
+	return report
+}
+
+// run drives the pipeline over src.
+func run(ctx context.Context, src eventSource, opts Options) (*Report, error) {
+	a, err := newAnalyzer(opts)
+	if err != nil {
+		return nil, err
+	}
+	opts = a.opts
 	started := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer src.close()
 
-	keySource := KeysFromTableMap
-	var server *serverCatalog
-	if opts.SchemaFrom != nil {
-		keySource, server = KeysFromServer, newServerCatalog(opts.SchemaFrom)
-	}
-	needRows := opts.Cost.Row > 0 || (slices.Contains(opts.Policies, "writeset") && keySource != KeysNone)
-
-	var runs []*policyRun
-	for _, name := range opts.Policies {
-		r, err := newPolicyRun(name, &keyLookup{source: keySource, server: server}, opts.Workers, opts.ReferenceWorkers)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, r)
-	}
-	stats := newStatistics(&keyLookup{source: keySource, server: server})
-
-	// Reader: events to transactions, in batches.
-	asm := newAssembler()
-	toDecode := make(chan *batch, 16)
-	ordered := make(chan *batch, 16)
+	// Reader: events cut into groups, in batches.
+	cutter := &groupCutter{}
+	toDecode := make(chan *batch, 4)
+	ordered := make(chan *batch, 4)
 	var readErr error
 	go func() {
 		defer close(toDecode)
@@ -164,54 +231,59 @@ func run(ctx context.Context, src eventSource, opts Options) (*Report, error) {
 				readErr = err
 				break
 			}
-			t, err := asm.add(raw)
+			g, err := cutter.add(raw)
 			if err != nil {
 				readErr = err
 				break
 			}
-			if t == nil || (!opts.Since.IsZero() && t.txn.SourceTime.Before(opts.Since)) {
+			if g == nil {
 				continue
 			}
-			b.txns = append(b.txns, t)
-			if len(b.txns) == batchSize && !send() {
+			b.groups = append(b.groups, g)
+			for _, ev := range g.events {
+				b.bytes += len(ev.data)
+			}
+			if (len(b.groups) == batchSize || b.bytes >= batchBytes) && !send() {
 				return
 			}
 		}
-		if len(b.txns) > 0 {
+		if len(b.groups) > 0 {
 			send()
 		}
 	}()
 
-	// Decode pool: row images, keys from table maps, costs.
+	// Decode pool: events, row images, keys from table maps, costs.
 	var pool sync.WaitGroup
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		pool.Add(1)
 		go func() {
 			defer pool.Done()
+			dec := newDecoder(a.needRows)
 			for b := range toDecode {
-				for _, t := range b.txns {
-					if needRows {
-						if err := t.decodeRows(); err != nil {
-							b.err = err
-							break
-						}
+				b.txns = make([]*txnInfo, 0, len(b.groups))
+				for _, g := range b.groups {
+					t, err := dec.transaction(g)
+					if err != nil {
+						b.err = err
+						break
 					}
-					if keySource == KeysFromTableMap {
-						t.tableKeys = tableMapKeys(t.txn)
+					if !opts.Since.IsZero() && t.txn.SourceTime.Before(opts.Since) {
+						continue
 					}
-					t.barrier = barrierOf(t)
-					t.execCost, t.commit = opts.Cost.costs(t.rows, t.txn.Size)
+					a.prepare(t, dec.keys)
+					b.txns = append(b.txns, t)
 				}
+				b.groups = nil
 				close(b.done)
 			}
 		}()
 	}
 
 	// Policies, each on its own goroutine.
-	feeds := make([]chan *batch, len(runs))
+	feeds := make([]chan *batch, len(a.runs))
 	var policies sync.WaitGroup
-	for i, r := range runs {
-		feeds[i] = make(chan *batch, 8)
+	for i, r := range a.runs {
+		feeds[i] = make(chan *batch, 2)
 		policies.Add(1)
 		go func() {
 			defer policies.Done()
@@ -227,12 +299,10 @@ func run(ctx context.Context, src eventSource, opts Options) (*Report, error) {
 					}
 				}
 			}
-			r.finish()
 		}()
 	}
 
 	var pipeErr error
-	var renumber int64
 	for b := range ordered {
 		select {
 		case <-b.done:
@@ -247,9 +317,7 @@ func run(ctx context.Context, src eventSource, opts Options) (*Report, error) {
 			break
 		}
 		for _, t := range b.txns {
-			renumber++
-			t.gi = renumber
-			stats.add(t)
+			a.number(t)
 		}
 		for _, feed := range feeds {
 			feed <- b
@@ -269,28 +337,16 @@ func run(ctx context.Context, src eventSource, opts Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	for _, r := range runs {
+	for _, r := range a.runs {
 		if r.err != nil {
 			return nil, r.err
 		}
 	}
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return nil, err
-	}
-
-	report := stats.report(asm, opts, keySource)
-	report.RowsDecoded = needRows
-	if asm.open() {
-		report.IncompleteGroups = 1
-	}
-	for _, r := range runs {
-		report.addPolicy(r, opts)
-	}
+	report := a.report(cutter)
 	report.Elapsed = time.Since(started).Seconds()
 	if report.Elapsed > 0 {
 		report.MBPerSecond = float64(report.Bytes) / 1e6 / report.Elapsed
 	}
-	report.Advice = advise(report)
 	return report, nil
 }
 

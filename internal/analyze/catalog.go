@@ -14,6 +14,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,6 +56,9 @@ func (k *tableKeys) hasPrimary() bool {
 	return false
 }
 
+// unknownKeys stands for every table whose keys are not known.
+var unknownKeys = &tableKeys{}
+
 // keysFromTableMap derives a table's primary key from the table map's
 // optional metadata. String columns are folded and trimmed: two values the
 // index tells apart may then meet, which costs parallelism, never safety.
@@ -81,20 +85,42 @@ func keysFromTableMap(tm *replication.TableMapEvent) *tableKeys {
 	return &tableKeys{info: info, known: true}
 }
 
-// tableMapKeys collects the keys of every table map of a transaction.
-func tableMapKeys(txn *binlog.Transaction) map[binlog.TableRef]*tableKeys {
-	var out map[binlog.TableRef]*tableKeys
+// tableKeyCache derives tables' keys from table maps, once per table as
+// long as its table maps say the same; one per decode goroutine.
+type tableKeyCache map[binlog.TableRef]cachedKeys
+
+type cachedKeys struct {
+	columns uint64
+	primary []uint64
+	prefix  []uint64
+	names   int
+	keys    *tableKeys
+}
+
+// keysOf returns the keys a transaction's table maps describe.
+func (c tableKeyCache) keysOf(txn *binlog.Transaction) []tableKeysOf {
+	var out []tableKeysOf
 	for _, ev := range txn.Events {
 		tm, ok := ev.Data.(*replication.TableMapEvent)
 		if !ok {
 			continue
 		}
-		if out == nil {
-			out = make(map[binlog.TableRef]*tableKeys, 2)
+		ref := binlog.TableRef{Schema: string(tm.Schema), Table: string(tm.Table)}
+		cached, ok := c[ref]
+		if !ok || cached.columns != tm.ColumnCount || cached.names != len(tm.ColumnName) ||
+			!slices.Equal(cached.primary, tm.PrimaryKey) || !slices.Equal(cached.prefix, tm.PrimaryKeyPrefix) {
+			cached = cachedKeys{columns: tm.ColumnCount, primary: tm.PrimaryKey, prefix: tm.PrimaryKeyPrefix,
+				names: len(tm.ColumnName), keys: keysFromTableMap(tm)}
+			c[ref] = cached
 		}
-		out[binlog.TableRef{Schema: string(tm.Schema), Table: string(tm.Table)}] = keysFromTableMap(tm)
+		out = append(out, tableKeysOf{ref: ref, keys: cached.keys})
 	}
 	return out
+}
+
+type tableKeysOf struct {
+	ref  binlog.TableRef
+	keys *tableKeys
 }
 
 // keyLookup answers "what keys does this table have" for the transaction
@@ -111,12 +137,14 @@ func (c *keyLookup) keys(schema, table string) (*tableKeys, error) {
 		return c.server.keys(schema, table)
 	case KeysFromTableMap:
 		if c.current != nil {
-			if k := c.current.tableKeys[binlog.TableRef{Schema: schema, Table: table}]; k != nil {
-				return k, nil
+			for _, k := range c.current.tableKeys {
+				if k.ref.Table == table && k.ref.Schema == schema {
+					return k.keys, nil
+				}
 			}
 		}
 	}
-	return &tableKeys{}, nil
+	return unknownKeys, nil
 }
 
 func (c *keyLookup) Table(schema, table string) (*schedule.TableInfo, error) {

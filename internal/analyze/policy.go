@@ -115,7 +115,7 @@ func (r *policyRun) chain(t *txnInfo, deps schedule.Deps) {
 	}
 }
 
-// chain returns the longest dependency chain seen.
+// longestChain returns the longest dependency chain seen.
 func (r *policyRun) longestChain() Chain {
 	return Chain{Length: int(r.longest), From: r.longIDs[0].String(), To: r.longIDs[1].String()}
 }

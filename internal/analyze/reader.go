@@ -1,11 +1,10 @@
-// reader.go turns binlog events, from files or a binlog dump, into
-// Transactions, the same contract the applier's decoder produces. Row images
-// are not decoded here: the header of each row event is (it names the
-// table), and the rest is left for the decode pool, so the one reader that
-// must run in order does the least work.
+// reader.go reads raw binlog events from files, and decodes event groups
+// into Transactions, the contract the applier's decoder produces too. Many
+// decoders run at once, one group each; only the file reading and the group
+// cutting (group.go) see every event in order.
 //
-// Invariant: transactions come out whole and in source order; a group torn
-// at the end of the input is counted and dropped, never emitted.
+// Invariant: a decoded transaction holds its group's events in source order,
+// with the format description event the group was written under.
 package analyze
 
 import (
@@ -17,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -139,131 +137,102 @@ func (s *fileSource) next(ctx context.Context) (rawEvent, error) {
 	}
 }
 
-// deferredRows is a row event whose images are still to be decoded.
-type deferredRows struct {
-	event *replication.RowsEvent
-	pos   int // where the images start in body
-	body  []byte
-}
-
 // txnInfo is one transaction and what the analysis derives from it.
 type txnInfo struct {
-	txn      *binlog.Transaction
-	gi       int64
-	file     string
-	pos      int64
-	deferred []deferredRows
-	// rows is the number of row changes (an update counts once).
+	txn  *binlog.Transaction
+	gi   int64
+	file string
+	pos  int64
+	// rows is the number of row changes (an update counts once); 0 when
+	// row images were not decoded.
 	rows int
 	// statement is the first SQL statement of the group other than BEGIN/COMMIT.
 	statement string
 	threadID  uint32
 	payload   bool // MySQL compressed transaction payload
 	// keys derived from the table maps (table-map key source only)
-	tableKeys map[binlog.TableRef]*tableKeys
+	tableKeys []tableKeysOf
 	execCost  float64 // µs, parallel part
 	commit    float64 // µs, serial part
 	barrier   barrierKind
 }
 
-// assembler cuts events into groups and builds Transactions.
-type assembler struct {
-	parser  *replication.BinlogParser
-	flavor  binlog.Flavor
-	version string
-	format  binlog.Event
-	groups  groupTracker
-	current *txnInfo
-
-	lastRows *deferredRows
-	events   int64
+// decoder turns raw groups into transactions; one per decode goroutine,
+// each with its own parser.
+type decoder struct {
+	parser *replication.BinlogParser
+	format *formatDesc // the one parser holds
+	fde    binlog.Event
+	keys   tableKeyCache
 }
 
-func newAssembler() *assembler {
-	a := &assembler{}
-	a.parser = replication.NewBinlogParser()
-	a.parser.SetVerifyChecksum(true)
-	a.parser.SetUseDecimal(false)
-	a.parser.SetRowsEventDecodeFunc(func(re *replication.RowsEvent, body []byte) error {
-		pos, err := re.DecodeHeader(body)
-		if err != nil {
+// newDecoder decodes row images only when rows is true; the header of a row
+// event, which names its table, is always decoded.
+func newDecoder(rows bool) *decoder {
+	d := &decoder{parser: replication.NewBinlogParser(), keys: tableKeyCache{}}
+	d.parser.SetVerifyChecksum(true)
+	d.parser.SetUseDecimal(false)
+	if !rows {
+		d.parser.SetRowsEventDecodeFunc(func(re *replication.RowsEvent, body []byte) error {
+			_, err := re.DecodeHeader(body)
 			return err
-		}
-		a.lastRows = &deferredRows{event: re, pos: pos, body: body}
-		return nil
-	})
-	return a
+		})
+	}
+	return d
 }
 
 // parse decodes one raw event, turning go-mysql's panics on damaged data into errors.
-func (a *assembler) parse(raw rawEvent) (ev *replication.BinlogEvent, err error) {
+func (d *decoder) parse(raw rawEvent) (ev *replication.BinlogEvent, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%s: undecodable event at byte %d: %v", raw.file, raw.pos, r)
 		}
 	}()
-	if len(raw.data) > 4 && replication.EventType(raw.data[4]) == replication.FORMAT_DESCRIPTION_EVENT {
-		a.parser.Reset()
-	}
-	ev, err = a.parser.Parse(raw.data)
+	ev, err = d.parser.Parse(raw.data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: event at byte %d: %w", raw.file, raw.pos, err)
 	}
 	return ev, nil
 }
 
-// add feeds one event; it returns a transaction when the event completed one.
-func (a *assembler) add(raw rawEvent) (*txnInfo, error) {
-	a.lastRows = nil
-	ev, err := a.parse(raw)
-	if err != nil {
-		return nil, err
-	}
-	a.events++
-	if fde, ok := ev.Event.(*replication.FormatDescriptionEvent); ok {
-		a.format = binlog.Event{Header: ev.Header, Raw: raw.data, Data: ev.Event}
-		a.version = fde.ServerVersion
-		a.flavor = binlog.FlavorMySQL
-		if strings.Contains(strings.ToLower(fde.ServerVersion), "mariadb") {
-			a.flavor = binlog.FlavorMariaDB
+// transaction decodes one group.
+func (d *decoder) transaction(g *rawGroup) (*txnInfo, error) {
+	if d.format != g.format {
+		d.parser.Reset()
+		d.parser.SetFlavor(g.format.flavor.String())
+		raw := rawEvent{data: g.format.raw, file: g.events[0].file}
+		ev, err := d.parse(raw)
+		if err != nil {
+			return nil, err
 		}
-		a.parser.SetFlavor(a.flavor.String())
-		return nil, nil
+		d.format, d.fde = g.format, binlog.Event{Header: ev.Header, Raw: raw.data, Data: ev.Event}
 	}
-	single := a.groups.state == afterGTID
-	cut, err := a.groups.add(ev)
-	if err != nil {
-		return nil, fmt.Errorf("%s: event at byte %d: %w", raw.file, raw.pos, err)
+	var t *txnInfo
+	for i, raw := range g.events {
+		ev, err := d.parse(raw)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			t = d.begin(ev, raw)
+			continue
+		}
+		t.addEvent(ev, raw.data)
 	}
-	if cut == cutControl {
-		return nil, nil
-	}
-	if a.current == nil {
-		a.current = a.begin(ev, raw)
-		return nil, nil
-	}
-	t := a.current
-	a.addEvent(t, ev, raw.data)
-	if cut != cutComplete {
-		return nil, nil
-	}
-	if single && t.txn.Flavor == binlog.FlavorMySQL && !t.payload {
+	if g.single && t.txn.Flavor == binlog.FlavorMySQL && !t.payload {
 		// A MySQL group without BEGIN is one DDL statement.
 		t.txn.Flags = t.txn.Flags&^binlog.FlagTransactional | binlog.FlagDDL | binlog.FlagStandalone
 	}
-	a.current = nil
 	return t, nil
 }
 
-// open reports whether the input ended inside a group.
-func (a *assembler) open() bool { return a.current != nil }
-
-func (a *assembler) begin(ev *replication.BinlogEvent, raw rawEvent) *txnInfo {
+func (d *decoder) begin(ev *replication.BinlogEvent, raw rawEvent) *txnInfo {
 	txn := &binlog.Transaction{
 		Begin:      binlog.Event{Header: ev.Header, Raw: raw.data, Data: ev.Event},
-		Format:     a.format,
+		Format:     d.fde,
 		Size:       len(raw.data),
 		SourceTime: time.Unix(int64(ev.Header.Timestamp), 0),
+		Events:     make([]binlog.Event, 0, 8),
 	}
 	switch g := ev.Event.(type) {
 	case *replication.MariadbGTIDEvent:
@@ -286,7 +255,7 @@ func (a *assembler) begin(ev *replication.BinlogEvent, raw rawEvent) *txnInfo {
 }
 
 // addEvent appends one event of the group and notes what it touches.
-func (a *assembler) addEvent(t *txnInfo, ev *replication.BinlogEvent, raw []byte) {
+func (t *txnInfo) addEvent(ev *replication.BinlogEvent, raw []byte) {
 	txn := t.txn
 	txn.Events = append(txn.Events, binlog.Event{Header: ev.Header, Raw: raw, Data: ev.Event})
 	txn.Size += len(raw)
@@ -297,23 +266,9 @@ func (a *assembler) addEvent(t *txnInfo, ev *replication.BinlogEvent, raw []byte
 	case *replication.TableMapEvent:
 		touch(txn, string(e.Schema), string(e.Table))
 	case *replication.QueryEvent:
-		switch {
-		case isQuery(e, "BEGIN"):
-			t.threadID = e.SlaveProxyID
-		case isQuery(e, "COMMIT", "ROLLBACK"):
-		default:
-			touch(txn, string(e.Schema), "")
-			if t.statement == "" {
-				t.statement = string(bytes.TrimSpace(e.Query))
-			}
-			if t.threadID == 0 {
-				t.threadID = e.SlaveProxyID
-			}
-		}
+		t.noteQuery(e)
 	case *replication.RowsEvent:
-		if a.lastRows != nil {
-			t.deferred = append(t.deferred, *a.lastRows)
-		}
+		t.rows += rowChanges(e)
 	case *replication.TransactionPayloadEvent:
 		t.payload = true
 		txn.Events = txn.Events[:len(txn.Events)-1]
@@ -325,25 +280,36 @@ func (a *assembler) addEvent(t *txnInfo, ev *replication.BinlogEvent, raw []byte
 			case *replication.RowsEvent:
 				t.rows += rowChanges(ie)
 			case *replication.QueryEvent:
-				if isQuery(ie, "BEGIN") {
-					t.threadID = ie.SlaveProxyID
-				}
+				t.noteQuery(ie)
 			}
 		}
 	}
 }
 
-// decodeRows decodes the row images left for later and counts row changes.
-func (t *txnInfo) decodeRows() error {
-	for _, d := range t.deferred {
-		if err := d.event.DecodeData(d.pos, d.body); err != nil {
-			return fmt.Errorf("transaction %s (%s at byte %d): row event of %s.%s: %w",
-				t.txn.GTID(), t.file, t.pos, d.event.Table.Schema, d.event.Table.Table, err)
+func (t *txnInfo) noteQuery(e *replication.QueryEvent) {
+	switch {
+	case isQuery(e, "BEGIN"):
+		t.threadID = e.SlaveProxyID
+	case isQuery(e, "COMMIT", "ROLLBACK"):
+	default:
+		touch(t.txn, string(e.Schema), "")
+		if t.statement == "" {
+			t.statement = string(bytes.TrimSpace(e.Query))
 		}
-		t.rows += rowChanges(d.event)
+		if t.threadID == 0 {
+			t.threadID = e.SlaveProxyID
+		}
 	}
-	t.deferred = nil
-	return nil
+}
+
+func isQuery(e *replication.QueryEvent, words ...string) bool {
+	text := bytes.TrimSpace(e.Query)
+	for _, w := range words {
+		if bytes.EqualFold(text, []byte(w)) {
+			return true
+		}
+	}
+	return false
 }
 
 func rowChanges(ev *replication.RowsEvent) int {

@@ -139,14 +139,13 @@ type WritesetWaits struct {
 	ByKey        []Count `json:"by_key"`
 }
 
-func (s *statistics) report(asm *assembler, opts Options, keys KeySource) *Report {
+func (s *statistics) report(cut *groupCutter, opts Options, keys KeySource) *Report {
 	s.closeRun()
 	r := &Report{
 		Flavor:           s.flavor.String(),
-		ServerVersion:    asm.version,
 		Transactions:     s.transactions,
 		Bytes:            s.bytes,
-		Events:           asm.events,
+		Events:           cut.events,
 		RowChanges:       s.rows,
 		First:            s.first,
 		Last:             s.last,
@@ -163,8 +162,9 @@ func (s *statistics) report(asm *assembler, opts Options, keys KeySource) *Repor
 		LargeTransactions: s.large,
 		TotalCostMS:       s.cost / 1000,
 	}
-	if s.transactions == 0 {
-		r.First, r.Last = time.Time{}, time.Time{}
+	if cut.format != nil {
+		r.ServerVersion = cut.format.version
+		r.Flavor = cut.format.flavor.String()
 	}
 	r.GroupCommit = GroupCommit{By: "commit_id", Groups: s.groupRuns, Histogram: s.groups}
 	if s.flavor == binlog.FlavorMySQL {
@@ -283,7 +283,7 @@ func (r *Report) addPolicy(run *policyRun, opts Options) {
 			res.DepWaitShare = s.depWait / busy
 			res.TurnWaitShare = s.turnWait / busy
 			if s.blame != nil {
-				res.HeldBack = s.blame.top
+				res.HeldBack = r.large(s.blame.top)
 			}
 		}
 	}
@@ -305,6 +305,7 @@ func (r *Report) addPolicy(run *policyRun, opts Options) {
 			Transactions: w.transactions, AfterBarrier: w.afterBarrier, ForeignKeys: w.foreignKeys,
 			ByTable: topCounts(keys, 10), ByKey: topCounts(w.keys, 10),
 		}
+		r.Waits.ByKey = slices.DeleteFunc(r.Waits.ByKey, func(c Count) bool { return c.Transactions < 2 })
 		for i := range r.Waits.ByTable {
 			for _, t := range r.Tables {
 				if t.Name != r.Waits.ByTable[i].Name {
@@ -319,6 +320,26 @@ func (r *Report) addPolicy(run *policyRun, opts Options) {
 			}
 		}
 	}
+}
+
+// largeFactor is how many times the mean cost a transaction must cost to
+// count as large.
+const largeFactor = 5
+
+// large keeps the transactions that held others back by their size, not
+// because they waited for dependencies themselves.
+func (r *Report) large(held []HeldBack) []HeldBack {
+	if r.Transactions == 0 {
+		return nil
+	}
+	mean := r.TotalCostMS / float64(r.Transactions)
+	var out []HeldBack
+	for _, h := range held {
+		if h.CostMS >= largeFactor*mean {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // policy returns the named policy's result, or nil.

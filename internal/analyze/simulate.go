@@ -95,7 +95,7 @@ func (s *simulator) step(gi int64, deps schedule.Deps, exec, commit float64, bar
 	s.depWait += start - dispatch
 	s.turnWait += commitStart - executed
 	if s.blame != nil {
-		s.blame.step(who, gi, executed, s.lastCommit, exec+commit)
+		s.blame.step(who, gi, executed, s.lastCommit)
 	}
 	s.commitEnd[gi%ringSize] = end
 	s.lastDispatch = dispatch
@@ -134,36 +134,36 @@ type HeldBack struct {
 // waited for its turn is held by it, for at most the difference.
 type blameTracker struct {
 	window   int64
-	holder   *HeldBack
-	heldGI   int64
+	holder   *txnInfo
 	executed float64
+	held     int
+	wait     float64 // µs
 	top      []HeldBack
 	keep     int
 	minWait  float64 // µs; smaller holds are not worth a line
 }
 
-func (b *blameTracker) step(t *txnInfo, gi int64, executed, turn, cost float64) {
+func (b *blameTracker) step(t *txnInfo, gi int64, executed, turn float64) {
 	if executed > turn {
 		b.finish()
-		if t != nil {
-			b.holder = &HeldBack{GTID: t.txn.GTID(), File: t.file, Position: t.pos, Bytes: t.txn.Size, Rows: t.rows, CostMS: cost / 1000}
-			b.heldGI, b.executed = gi, executed
-		}
+		b.holder, b.executed = t, executed
 		return
 	}
-	if b.holder != nil && gi-b.heldGI <= b.window && executed < b.executed {
-		b.holder.Transactions++
-		b.holder.WaitMS += min(turn-executed, b.executed-executed) / 1000
+	if b.holder != nil && gi-b.holder.gi <= b.window && executed < b.executed {
+		b.held++
+		b.wait += min(turn-executed, b.executed-executed)
 	}
 }
 
 // finish ranks the current holder among the top ones.
 func (b *blameTracker) finish() {
-	h := b.holder
-	b.holder = nil
-	if h == nil || h.Transactions == 0 || h.WaitMS*1000 < b.minWait {
+	t, held, wait := b.holder, b.held, b.wait
+	b.holder, b.held, b.wait = nil, 0, 0
+	if t == nil || held == 0 || wait < b.minWait {
 		return
 	}
+	h := &HeldBack{GTID: t.txn.GTID(), File: t.file, Position: t.pos, Bytes: t.txn.Size, Rows: t.rows,
+		CostMS: (t.execCost + t.commit) / 1000, Transactions: held, WaitMS: wait / 1000}
 	i := len(b.top)
 	for i > 0 && b.top[i-1].WaitMS < h.WaitMS {
 		i--

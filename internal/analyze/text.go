@@ -86,7 +86,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	c := r.CommitRate
 	writers := "connections committing per second: unknown (the binlog does not name them)"
 	if c.Writers > 0 {
-		writers = fmt.Sprintf("about %.0f connections committing per second", c.Writers)
+		writers = fmt.Sprintf("about %.0f committing connections per second", c.Writers)
 	}
 	p.line("  commit rate: median %.0f/s, p95 %.0f/s over %d busy seconds; %s", c.MedianPerSecond, c.PeakPerSecond, c.BusySeconds, writers)
 
@@ -96,40 +96,42 @@ func (r *Report) WriteText(w io.Writer) error {
 		p.line("  barriers: none")
 	}
 	for _, b := range r.Barriers {
-		p.line("  barrier, runs alone: %d x %s", b.Transactions, b.Name)
-	}
-	for _, e := range r.BarrierExamples {
-		p.line("    e.g. %s %s", e.GTID, e.Statement)
+		p.line("  barrier, runs alone: %s, %s", plural(b.Transactions, "transaction"), b.Name)
+		for _, e := range r.BarrierExamples {
+			if e.Kind == b.Note {
+				p.line("    e.g. %s %s", e.GTID, e.Statement)
+			}
+		}
 	}
 	for _, t := range r.TablesWithoutPK {
-		p.line("  no primary key: %s (%d transactions)", t.Name, t.Transactions)
+		p.line("  no primary key: %s (%s)", t.Name, plural(t.Transactions, "transaction"))
 	}
 	if n := len(r.TablesKeysUnknown); n > 0 {
 		p.line("  keys unknown for %d tables (taken whole by writeset), e.g. %s", n, r.TablesKeysUnknown[0].Name)
 	}
 	for _, t := range r.ForeignKeyTables {
-		p.line("  foreign keys: %s (%d transactions)", t.Name, t.Transactions)
+		p.line("  foreign keys: %s (%s)", t.Name, plural(t.Transactions, "transaction"))
 	}
 	if r.PartialRowImages > 0 {
-		p.line("  partial row images: %d transactions", r.PartialRowImages)
+		p.line("  partial row images (binlog_row_image not FULL): %s", plural(r.PartialRowImages, "transaction"))
 	}
 	if ws := r.Waits; ws != nil {
-		p.line("  writeset: %d transactions (%.1f%%) waited for one of the %d before them", ws.Transactions, pct(ws.Transactions, r.Transactions), r.Workers[len(r.Workers)-1])
+		p.line("  writeset: %s (%.1f%%) waited for one of the %d before them", plural(ws.Transactions, "transaction"), pct(ws.Transactions, r.Transactions), r.Workers[len(r.Workers)-1])
 		if ws.AfterBarrier > 0 {
-			p.line("    %d waits for a barrier", ws.AfterBarrier)
+			p.line("    %s for a barrier", plural(ws.AfterBarrier, "wait"))
 		}
 		if ws.ForeignKeys > 0 {
-			p.line("    %d waits on the shared foreign-key lock", ws.ForeignKeys)
+			p.line("    %s on the shared foreign-key lock", plural(ws.ForeignKeys, "wait"))
 		}
 		for _, t := range ws.ByTable {
 			note := ""
 			if t.Note != "" {
 				note = " (" + t.Note + ")"
 			}
-			p.line("    table %s: %d transactions%s", t.Name, t.Transactions, note)
+			p.line("    table %s: %s%s", t.Name, plural(t.Transactions, "transaction"), note)
 		}
 		for _, k := range ws.ByKey {
-			p.line("    key %s: %d transactions", k.Name, k.Transactions)
+			p.line("    row %s: %s", k.Name, plural(k.Transactions, "transaction"))
 		}
 	}
 	for _, pol := range r.Policies {
@@ -139,13 +141,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.LargeTransactions) > 0 {
 		p.line("  largest transactions (modelled cost):")
 		for _, l := range r.LargeTransactions {
-			p.line("    %s  %s, %d rows, %.1f ms (%s at byte %d)", l.GTID, bytesText(int64(l.Bytes)), l.Rows, l.CostMS, l.File, l.Position)
+			p.line("    %s  %s, %s, %.1f ms (%s at byte %d)", l.GTID, bytesText(int64(l.Bytes)), plural(l.Rows, "row"), l.CostMS, l.File, l.Position)
 		}
 	}
 	if best := bestPolicy(r); best != nil && len(best.HeldBack) > 0 {
-		p.line("  held others back at their commit turn (%s, %d workers):", best.Name, r.ReferenceWorkers)
+		p.line("  large transactions that kept others waiting for their commit turn (%s, %d workers):", best.Name, r.ReferenceWorkers)
 		for _, h := range best.HeldBack {
-			p.line("    %s  %s, %d rows: %d transactions waited %.1f ms of worker time", h.GTID, bytesText(int64(h.Bytes)), h.Rows, h.Transactions, h.WaitMS)
+			p.line("    %s  %s, %s: %s waited %.1f ms of worker time", h.GTID, bytesText(int64(h.Bytes)), plural(h.Rows, "row"), plural(h.Transactions, "transaction"), h.WaitMS)
 		}
 	}
 	if len(r.Domains) > 1 || len(r.Schemas) > 1 {

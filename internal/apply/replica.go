@@ -97,6 +97,7 @@ type Result struct {
 	Position gtid.MariaDBPosition
 	Applied  int64
 	Filtered int64  // transactions the filters left nothing of
+	Batches  int64  // target transactions the applied ones took
 	Reason   string // "until reached", "stopped"
 }
 
@@ -110,6 +111,7 @@ type Replica struct {
 	workers  []*worker
 	applied  atomic.Int64
 	filtered atomic.Int64
+	batches  atomic.Int64
 
 	mu         sync.Mutex
 	position   gtid.MariaDBPosition // gap-less applied position
@@ -302,7 +304,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			if received != nil {
 				<-recvErr
 			}
-			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Reason: reason}, runErr
+			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), Reason: reason}, runErr
 		}
 		var in <-chan *binlog.Transaction
 		if !stopping && len(idle) > 0 && barrier == 0 {
@@ -387,6 +389,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			}
 			switch {
 			case res.err == nil:
+				r.batches.Add(1)
 				for i, member := range res.job.txns {
 					policy.Committed(res.job.gi + int64(i))
 					committed[res.job.gi+int64(i)] = member

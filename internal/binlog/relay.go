@@ -610,7 +610,36 @@ type RelayReader struct {
 	seg    int // number of the segment being read; 0 before the first
 	file   *os.File
 	off    int64
-	header [eventHeaderSize]byte
+	// ahead holds the segment's bytes from aheadAt on, read in large pieces
+	// so that an event costs no system call of its own.
+	ahead   []byte
+	aheadAt int64
+}
+
+const readAhead = 256 << 10
+
+// bytesAt returns n bytes of the segment at off, reading ahead up to limit
+// (or to the end of the file when limit < 0). The slice is valid until the next call.
+func (r *RelayReader) bytesAt(off, n, limit int64) ([]byte, error) {
+	if off >= r.aheadAt && off+n <= r.aheadAt+int64(len(r.ahead)) {
+		return r.ahead[off-r.aheadAt : off-r.aheadAt+n], nil
+	}
+	want := max(n, readAhead)
+	if limit >= 0 && off+want > limit {
+		want = max(n, limit-off)
+	}
+	if int64(cap(r.ahead)) < want {
+		r.ahead = make([]byte, want)
+	}
+	got, err := r.file.ReadAt(r.ahead[:want], off)
+	r.ahead, r.aheadAt = r.ahead[:got], off
+	if int64(got) < n {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return r.ahead[:n], nil
 }
 
 // NewReader returns a reader positioned before the first segment.
@@ -644,20 +673,26 @@ func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error
 				return nil, ctx.Err()
 			}
 		}
-		if _, err := r.file.ReadAt(r.header[:], r.off); err != nil {
+		if !growing {
+			limit = -1
+		}
+		header, err := r.bytesAt(r.off, eventHeaderSize, limit)
+		if err != nil {
 			if errors.Is(err, io.EOF) && !growing {
 				return nil, fmt.Errorf("%w: segment %s ends without a rotate event at byte %d", ErrCorruptRelay, r.file.Name(), r.off)
 			}
 			return nil, fmt.Errorf("%w: %s at byte %d: %v", ErrCorruptRelay, r.file.Name(), r.off, err)
 		}
-		size := int64(binary.LittleEndian.Uint32(r.header[9:]))
+		size := int64(binary.LittleEndian.Uint32(header[9:]))
 		if size < eventHeaderSize || (growing && r.off+size > limit) {
 			return nil, fmt.Errorf("%w: %s: bad event size %d at byte %d", ErrCorruptRelay, r.file.Name(), size, r.off)
 		}
-		data := make([]byte, size)
-		if _, err := r.file.ReadAt(data, r.off); err != nil {
+		ahead, err := r.bytesAt(r.off, size, limit)
+		if err != nil {
 			return nil, fmt.Errorf("%w: %s: torn event at byte %d: %v", ErrCorruptRelay, r.file.Name(), r.off, err)
 		}
+		// The event outlives the read-ahead buffer (the Transaction keeps it).
+		data := append(make([]byte, 0, size), ahead...)
 		if r.off == int64(len(binlogMagic)) {
 			if err := checkFormatEvent(data); err != nil {
 				return nil, fmt.Errorf("%w: %s: %v", ErrCorruptRelay, r.file.Name(), err)
@@ -671,6 +706,7 @@ func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error
 		if ev.Header.EventType == replication.ROTATE_EVENT {
 			r.file.Close()
 			r.file = nil
+			r.ahead = r.ahead[:0]
 			continue
 		}
 		return ev, nil
@@ -705,6 +741,7 @@ func (r *RelayReader) openNext(ctx context.Context) error {
 		r.file = f
 		r.seg = next.number
 		r.off = int64(len(binlogMagic))
+		r.ahead, r.aheadAt = r.ahead[:0], 0
 		return nil
 	}
 }
