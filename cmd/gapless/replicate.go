@@ -46,6 +46,7 @@ type replicateFlags struct {
 	verbose        bool
 	cpuProfile     string
 	workers        int
+	maxQueued      int64
 	doDB, ignoreDB []string
 	ignoreTable    []string
 	batch          int
@@ -76,6 +77,7 @@ else from the target's @@gtid_slave_pos, else from the source's first binlog.`,
 	fl.StringSliceVar(&f.doDB, "do-db", nil, "apply only these databases (repeatable or comma-separated)")
 	fl.StringSliceVar(&f.ignoreDB, "ignore-db", nil, "do not apply these databases (repeatable or comma-separated)")
 	fl.StringSliceVar(&f.ignoreTable, "ignore-table", nil, "do not apply tables matching db.table, with % and _ as wildcards (e.g. db.%, db.t%)")
+	fl.Int64Var(&f.maxQueued, "max-queued", 64<<20, "bytes of decoded transactions held in memory ahead of the workers (the decoder waits beyond it)")
 	fl.IntVar(&f.batch, "batch", 32, "most consecutive transactions a worker applies in one target transaction (1: no batching)")
 	fl.StringVar(&f.policy, "policy", "writeset", "what may run in parallel: "+strings.Join(schedule.Names, " | "))
 	fl.StringVar(&f.commitOrder, "commit-order", "strict", "strict (commit in source order) | causal (commit once dependencies have)")
@@ -111,6 +113,9 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		if err := rules.AddIgnoreTable(p); err != nil {
 			return err
 		}
+	}
+	if f.maxQueued < 1<<20 {
+		return fmt.Errorf("--max-queued %d: want at least 1 MiB (1048576)", f.maxQueued)
 	}
 	if f.batch < 1 || f.batch > 10000 {
 		return fmt.Errorf("--batch %d: want 1 to 10000", f.batch)
@@ -205,6 +210,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		Workers:     f.workers,
 		BatchMax:    f.batch,
 		Filter:      rules,
+		MaxQueued:   f.maxQueued,
 		Policy:      f.policy,
 		CommitOrder: apply.CommitOrder(f.commitOrder),
 		Start:       start,

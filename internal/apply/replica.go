@@ -73,6 +73,8 @@ type Config struct {
 	Skip []gtid.MariaDBGTID
 	// Filter says which databases and tables reach the target.
 	Filter *filter.Rules
+	// MaxQueued bounds the bytes of decoded transactions not yet committed.
+	MaxQueued int64
 	// Progress is called about once per ProgressEvery with the run's state.
 	Progress      func(Progress)
 	ProgressEvery time.Duration
@@ -231,13 +233,21 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	go func() { recvErr <- receiver.Run(pipeCtx) }()
 	decoder := binlog.NewDecoder(relay, applied)
 	defer decoder.Close()
-	txns := make(chan *binlog.Transaction, 256)
+	if r.cfg.MaxQueued <= 0 {
+		r.cfg.MaxQueued = 64 << 20
+	}
+	budget := newByteBudget(r.cfg.MaxQueued)
+	txns := make(chan *binlog.Transaction, 4096)
 	decErr := make(chan error, 1)
 	go func() {
 		defer close(txns)
 		for {
 			txn, err := decoder.Next(pipeCtx)
 			if err != nil {
+				decErr <- err
+				return
+			}
+			if err := budget.take(pipeCtx, int64(txn.Size)); err != nil {
 				decErr <- err
 				return
 			}
@@ -353,6 +363,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 				committed[gi] = batch[0]
 				r.advance(committed)
 				r.filtered.Add(1)
+				budget.give(int64(batch[0].Size))
 				if !stopping && (r.untilAfter(batch[0]) || r.untilReached()) {
 					stopping, reason = true, "until reached"
 				}
@@ -391,6 +402,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			case res.err == nil:
 				r.batches.Add(1)
 				for i, member := range res.job.txns {
+					budget.give(int64(member.Size))
 					policy.Committed(res.job.gi + int64(i))
 					committed[res.job.gi+int64(i)] = member
 					crashPoint(r.applied.Add(1))

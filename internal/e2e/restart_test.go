@@ -56,13 +56,13 @@ func TestTargetRestartDuringReplication(t *testing.T) {
 
 func TestKillAtRandomInstantsThenRestart(t *testing.T) {
 	sb := upSandbox(t)
-	smallWorkload(t, sb, 3000, 31)
+	smallWorkload(t, sb, 8000, 31)
 	seed := time.Now().UnixNano()
 	t.Logf("random seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
 	relay := filepath.Join(t.TempDir(), "relay")
-	for i := range 5 {
-		cmd, _, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, relay)...)
+	for i := range 20 {
+		cmd, _, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--batch", "4")...)
 		after := time.Duration(50+rng.Intn(351)) * time.Millisecond
 		time.Sleep(after)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {

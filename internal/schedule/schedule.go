@@ -64,13 +64,15 @@ func New(name string, catalog Catalog) (Policy, error) {
 }
 
 // isBarrier reports whether a transaction must run alone: DDL, statements
-// whose rows nobody can know without parsing SQL, and transactions the source
-// marked as not to be run in parallel.
+// whose rows nobody can know without parsing SQL, transactions the source
+// marked as not to be run in parallel, and transactions that wrote a
+// non-transactional table (they cannot be rolled back, so they never run
+// beside one that a stop or an error might roll back).
 func isBarrier(txn *binlog.Transaction) bool {
 	if txn.Has(binlog.FlagDDL) || txn.Has(binlog.FlagStandalone) {
 		return true
 	}
-	if txn.Flavor == binlog.FlavorMariaDB && !txn.Has(binlog.FlagAllowParallel) {
+	if txn.Flavor == binlog.FlavorMariaDB && (!txn.Has(binlog.FlagAllowParallel) || !txn.Has(binlog.FlagTransactional)) {
 		return true
 	}
 	return hasStatements(txn)

@@ -1,0 +1,51 @@
+// budget.go bounds the memory of decoded transactions waiting to be applied
+// (--max-queued): the decoder takes a transaction's size from the budget
+// before queueing it, the coordinator gives it back once the transaction is
+// committed or passed, so a slow target slows the decoder down instead of
+// filling memory. One transaction larger than the whole budget still passes,
+// alone.
+package apply
+
+import (
+	"context"
+	"sync"
+)
+
+type byteBudget struct {
+	mu      sync.Mutex
+	changed chan struct{}
+	used    int64
+	limit   int64
+}
+
+func newByteBudget(limit int64) *byteBudget {
+	return &byteBudget{changed: make(chan struct{}), limit: limit}
+}
+
+// take waits until n bytes fit, or nothing else is held.
+func (b *byteBudget) take(ctx context.Context, n int64) error {
+	for {
+		b.mu.Lock()
+		if b.used == 0 || b.used+n <= b.limit {
+			b.used += n
+			b.mu.Unlock()
+			return nil
+		}
+		changed := b.changed
+		b.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// give returns n bytes.
+func (b *byteBudget) give(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	close(b.changed)
+	b.changed = make(chan struct{})
+	b.mu.Unlock()
+}
