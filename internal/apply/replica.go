@@ -605,7 +605,7 @@ func (r *Replica) reportWorkers() func() {
 				end, cancelEnd := context.WithTimeout(context.Background(), 2*time.Second)
 				r.store.ReportWorkers(end, conn, nil)
 				cancelEnd()
-				conn.Close()
+				checkpoint.Discard(conn)
 			}
 		}()
 		tick := time.NewTicker(time.Second)
@@ -628,7 +628,7 @@ func (r *Replica) reportWorkers() func() {
 				rows = append(rows, checkpoint.WorkerRow{Slot: st.Slot, State: string(st.State), GTID: st.GTID, Since: st.Since})
 			}
 			if err := r.store.ReportWorkers(ctx, conn, rows); err != nil && ctx.Err() == nil {
-				conn.Close()
+				checkpoint.Discard(conn)
 				conn = nil
 			}
 		}

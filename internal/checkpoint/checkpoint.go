@@ -22,6 +22,7 @@ package checkpoint
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"strings"
 	"time"
@@ -80,7 +81,7 @@ func Open(ctx context.Context, db *sql.DB, stream string, binlogged bool) (*Stor
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
-	defer conn.Close()
+	defer Discard(conn)
 	setup := "SET @@session.sql_log_bin=0"
 	if binlogged {
 		setup = fmt.Sprintf("SET @@session.sql_log_bin=1, @@session.gtid_domain_id=%d", OwnDomain)
@@ -191,7 +192,7 @@ func (s *Store) Seed(ctx context.Context, start gtid.MariaDBPosition) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer Discard(conn)
 	if _, err := conn.ExecContext(ctx, "SET @@session.sql_log_bin=0"); err != nil {
 		return err
 	}
@@ -279,6 +280,13 @@ func Streams(ctx context.Context, db *sql.DB) ([]string, error) {
 		out = append(out, s)
 	}
 	return out, rows.Err()
+}
+
+// Discard closes a connection whose session variables were changed, rather
+// than returning it to the pool for another user to inherit them.
+func Discard(conn *sql.Conn) {
+	conn.Raw(func(any) error { return driver.ErrBadConn })
+	conn.Close()
 }
 
 // quote makes a string literal.

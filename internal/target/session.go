@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -93,7 +94,15 @@ func privilegeHint(err error) error {
 }
 
 // Close returns the connection.
-func (s *Session) Close() error { return s.conn.Close() }
+// Close discards the connection rather than returning it to the pool: its
+// session variables (sql_log_bin, server_id, sql_mode, the default database,
+// a fixed timestamp, ...) are the source's, and must not leak into another
+// user of the pool.
+func (s *Session) Close() error {
+	s.conn.Raw(func(any) error { return driver.ErrBadConn })
+	s.conn.Close()
+	return nil
+}
 
 // Conn is the session's connection, for the checkpoint's own statements.
 func (s *Session) Conn() *sql.Conn { return s.conn }
