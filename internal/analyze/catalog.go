@@ -12,19 +12,15 @@ package analyze
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/go-mysql-org/go-mysql/replication"
-	"github.com/go-sql-driver/mysql"
 
 	"gapless/internal/binlog"
 	"gapless/internal/schedule"
+	"gapless/internal/target"
 )
 
 // KeySource says where the unique keys came from.
@@ -178,102 +174,11 @@ func (c *serverCatalog) keys(schema, table string) (*tableKeys, error) {
 	if k, ok := c.tables[name]; ok {
 		return k, nil
 	}
-	info, err := c.read(context.Background(), schema, table)
+	info, err := target.ReadTableKeys(context.Background(), c.db, schema, table)
 	if err != nil {
 		return nil, fmt.Errorf("read the keys of %s.%s from --schema-from: %w", schema, table, err)
 	}
 	k := &tableKeys{info: info, known: info != nil}
 	c.tables[name] = k
 	return k, nil
-}
-
-func (c *serverCatalog) read(ctx context.Context, schema, table string) (*schedule.TableInfo, error) {
-	name := quoteName(schema) + "." + quoteName(table)
-	columns, err := queryRows(ctx, c.db, "SHOW FULL COLUMNS FROM "+name)
-	if err != nil {
-		if code := errorNumber(err); code == 1146 || code == 1049 {
-			return nil, nil // dropped since, or never there
-		}
-		return nil, err
-	}
-	position := map[string]int{}
-	collation := map[string]string{}
-	for i, col := range columns {
-		position[col["Field"]] = i
-		collation[col["Field"]] = strings.ToLower(col["Collation"])
-	}
-	indexes, err := queryRows(ctx, c.db, "SHOW INDEX FROM "+name)
-	if err != nil {
-		return nil, err
-	}
-	info := &schedule.TableInfo{}
-	var key *schedule.UniqueKey
-	for _, ix := range indexes {
-		if ix["Non_unique"] != "0" {
-			continue
-		}
-		if key == nil || key.Name != ix["Key_name"] {
-			info.Keys = append(info.Keys, schedule.UniqueKey{Name: ix["Key_name"]})
-			key = &info.Keys[len(info.Keys)-1]
-		}
-		col := ix["Column_name"]
-		prefix, _ := strconv.Atoi(ix["Sub_part"])
-		coll := collation[col]
-		key.Columns = append(key.Columns, position[col])
-		key.Fold = append(key.Fold, strings.Contains(coll, "_ci") || strings.Contains(coll, "_ai"))
-		key.Pad = append(key.Pad, coll != "" && !strings.Contains(coll, "nopad"))
-		key.Prefix = append(key.Prefix, prefix)
-	}
-	sort.SliceStable(info.Keys, func(i, j int) bool { return info.Keys[i].Name == "PRIMARY" && info.Keys[j].Name != "PRIMARY" })
-	var fks int
-	err = c.db.QueryRowContext(ctx, `
-		SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS
-		WHERE (CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?) OR (UNIQUE_CONSTRAINT_SCHEMA = ? AND REFERENCED_TABLE_NAME = ?)`,
-		schema, table, schema, table).Scan(&fks)
-	if err != nil {
-		return nil, err
-	}
-	info.ForeignKeys = fks > 0
-	return info, nil
-}
-
-func queryRows(ctx context.Context, db *sql.DB, query string) ([]map[string]string, error) {
-	rows, err := db.QueryContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	names, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	var out []map[string]string
-	for rows.Next() {
-		values := make([]sql.NullString, len(names))
-		ptrs := make([]any, len(names))
-		for i := range values {
-			ptrs[i] = &values[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		row := make(map[string]string, len(names))
-		for i, n := range names {
-			row[n] = values[i].String
-		}
-		out = append(out, row)
-	}
-	return out, rows.Err()
-}
-
-func quoteName(name string) string {
-	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
-}
-
-func errorNumber(err error) uint16 {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
-	}
-	return 0
 }

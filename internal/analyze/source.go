@@ -23,6 +23,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"gapless/internal/dburl"
+	"gapless/internal/target"
 )
 
 // SourceConfig says which part of a live source's binlog to analyze.
@@ -95,7 +96,7 @@ func Source(ctx context.Context, cfg SourceConfig, opts Options) (*Report, error
 
 // binlogEnd is where the source's binlog ends now.
 func binlogEnd(ctx context.Context, db *sql.DB) (mysql.Position, error) {
-	rows, err := queryRows(ctx, db, "SHOW MASTER STATUS")
+	rows, err := target.QueryRows(ctx, db, "SHOW MASTER STATUS")
 	if err != nil {
 		return mysql.Position{}, fmt.Errorf("SHOW MASTER STATUS (the user needs BINLOG MONITOR, or REPLICATION CLIENT on MySQL): %w", err)
 	}
@@ -160,7 +161,7 @@ func (d *dumpSource) startFile(file string) error {
 // firstFileSince is the newest binlog file created at or before since: every
 // transaction written after since is in it or in a later file.
 func (d *dumpSource) firstFileSince(ctx context.Context, db *sql.DB, since time.Time) (string, error) {
-	rows, err := queryRows(ctx, db, "SHOW BINARY LOGS")
+	rows, err := target.QueryRows(ctx, db, "SHOW BINARY LOGS")
 	if err != nil {
 		return "", fmt.Errorf("SHOW BINARY LOGS on %s: %w", d.conn.Addr(), err)
 	}

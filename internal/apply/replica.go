@@ -150,7 +150,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 }
 
 func (r *Replica) run(ctx context.Context) (Result, error) {
-	if _, err := schedule.New(r.cfg.Policy, newTargetCatalog(r.cfg.Target)); err != nil {
+	if _, err := schedule.New(r.cfg.Policy, target.NewCatalog(r.cfg.Target)); err != nil {
 		return Result{}, err
 	}
 	lock, err := checkpoint.AcquireLock(ctx, r.cfg.Target, r.cfg.Stream)
@@ -214,7 +214,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			return Result{}, err
 		}
 	}
-	catalog := newTargetCatalog(r.cfg.Target)
+	catalog := target.NewCatalog(r.cfg.Target)
 	policy, err := schedule.New(r.cfg.Policy, catalog)
 	if err != nil {
 		return Result{}, err

@@ -2,42 +2,40 @@
 // The target is at the same point of history as the applier, so its
 // definitions are the ones the row events were written under; after a DDL
 // (a barrier: nothing runs beside it) the cache is dropped and read again.
-package apply
+package target
 
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/go-sql-driver/mysql"
 
 	"gapless/internal/schedule"
 )
 
 type tableName struct{ schema, table string }
 
-// targetCatalog implements schedule.Catalog from information_schema.
-type targetCatalog struct {
+// Catalog implements schedule.Catalog for the target, caching each table's keys.
+type Catalog struct {
 	db     *sql.DB
 	tables map[tableName]*schedule.TableInfo
 }
 
-func newTargetCatalog(db *sql.DB) *targetCatalog {
-	return &targetCatalog{db: db, tables: make(map[tableName]*schedule.TableInfo)}
+// NewCatalog reads keys from db.
+func NewCatalog(db *sql.DB) *Catalog {
+	return &Catalog{db: db, tables: make(map[tableName]*schedule.TableInfo)}
 }
 
-func (c *targetCatalog) Invalidate() { clear(c.tables) }
+func (c *Catalog) Invalidate() { clear(c.tables) }
 
-func (c *targetCatalog) Table(schema, table string) (*schedule.TableInfo, error) {
+func (c *Catalog) Table(schema, table string) (*schedule.TableInfo, error) {
 	name := tableName{schema, table}
 	if info, ok := c.tables[name]; ok {
 		return info, nil
 	}
-	info, err := c.read(context.Background(), schema, table)
+	info, err := ReadTableKeys(context.Background(), c.db, schema, table)
 	if err != nil {
 		return nil, fmt.Errorf("read the keys of %s.%s on the target: %w", schema, table, err)
 	}
@@ -45,11 +43,13 @@ func (c *targetCatalog) Table(schema, table string) (*schedule.TableInfo, error)
 	return info, nil
 }
 
-func (c *targetCatalog) read(ctx context.Context, schema, table string) (*schedule.TableInfo, error) {
+// ReadTableKeys reads a table's primary and unique keys, and whether it takes
+// part in a foreign key, from the server; nil when the table does not exist.
+func ReadTableKeys(ctx context.Context, db *sql.DB, schema, table string) (*schedule.TableInfo, error) {
 	name := quoteName(schema) + "." + quoteName(table)
-	columns, err := queryRows(ctx, c.db, "SHOW FULL COLUMNS FROM "+name)
+	columns, err := QueryRows(ctx, db, "SHOW FULL COLUMNS FROM "+name)
 	if err != nil {
-		if code := errorNumber(err); code == 1146 || code == 1049 {
+		if code, _ := errorCode(err); code == 1146 || code == 1049 {
 			return nil, nil // not (yet) on the target
 		}
 		return nil, err
@@ -60,7 +60,7 @@ func (c *targetCatalog) read(ctx context.Context, schema, table string) (*schedu
 		position[col["Field"]] = i
 		collation[col["Field"]] = strings.ToLower(col["Collation"])
 	}
-	indexes, err := queryRows(ctx, c.db, "SHOW INDEX FROM "+name)
+	indexes, err := QueryRows(ctx, db, "SHOW INDEX FROM "+name)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (c *targetCatalog) read(ctx context.Context, schema, table string) (*schedu
 	// The primary key first: it is the one a row image cannot lack.
 	sort.SliceStable(info.Keys, func(i, j int) bool { return info.Keys[i].Name == "PRIMARY" && info.Keys[j].Name != "PRIMARY" })
 	var fks int
-	err = c.db.QueryRowContext(ctx, `
+	err = db.QueryRowContext(ctx, `
 		SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS
 		WHERE (CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?) OR (UNIQUE_CONSTRAINT_SCHEMA = ? AND REFERENCED_TABLE_NAME = ?)`,
 		schema, table, schema, table).Scan(&fks)
@@ -96,8 +96,8 @@ func (c *targetCatalog) read(ctx context.Context, schema, table string) (*schedu
 	return info, nil
 }
 
-// queryRows runs a SHOW statement and returns its rows by column name.
-func queryRows(ctx context.Context, db *sql.DB, query string) ([]map[string]string, error) {
+// QueryRows runs a SHOW statement and returns its rows by column name.
+func QueryRows(ctx context.Context, db *sql.DB, query string) ([]map[string]string, error) {
 	rows, err := db.QueryContext(ctx, query)
 	if err != nil {
 		return nil, err
@@ -124,16 +124,4 @@ func queryRows(ctx context.Context, db *sql.DB, query string) ([]map[string]stri
 		out = append(out, row)
 	}
 	return out, rows.Err()
-}
-
-func quoteName(name string) string {
-	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
-}
-
-func errorNumber(err error) uint16 {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
-	}
-	return 0
 }
