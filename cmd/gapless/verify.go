@@ -49,17 +49,18 @@ Exit status is 0 when every table is equal and 1 otherwise.`,
 		},
 	}
 	flags := cmd.Flags()
-	flags.StringVar(&sourceURL, "source", "", "primary server, mysql://user:password@host:port")
-	flags.StringVar(&targetURL, "target", "", "target server, mysql://user:password@host:port")
+	flags.StringVar(&sourceURL, "source", os.Getenv("GAPLESS_SOURCE"), "primary server, mysql://user:password@host:port (default $GAPLESS_SOURCE)")
+	flags.StringVar(&targetURL, "target", os.Getenv("GAPLESS_TARGET"), "target server, mysql://user:password@host:port (default $GAPLESS_TARGET)")
 	flags.StringSliceVar(&opts.Databases, "databases", nil, "compare only these databases (comma-separated; default all but system schemas and gapless)")
 	flags.IntVar(&opts.ChunkRows, "chunk-rows", verify.DefaultChunkRows, "rows read per query when comparing rows")
 	flags.BoolVarP(&verbose, "verbose", "v", false, "print progress to stderr")
-	_ = cmd.MarkFlagRequired("source")
-	_ = cmd.MarkFlagRequired("target")
 	return cmd
 }
 
 func runVerify(ctx context.Context, out io.Writer, sourceURL, targetURL string, opts verify.Options) error {
+	if sourceURL == "" || targetURL == "" {
+		return fmt.Errorf("both --source and --target are required (or $GAPLESS_SOURCE and $GAPLESS_TARGET)")
+	}
 	if opts.ChunkRows < 1 {
 		return fmt.Errorf("--chunk-rows must be at least 1, got %d", opts.ChunkRows)
 	}

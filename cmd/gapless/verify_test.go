@@ -81,7 +81,7 @@ func TestVerifyCommandConnectionErrors(t *testing.T) {
 	}{
 		{[]string{"--source", "mysql://u:p@" + closed, "--target", "mysql://u:p@" + closed}, "source: cannot reach " + closed + ": connection refused"},
 		{[]string{"--source", "http://u:p@h:1", "--target", "mysql://u:p@h:1"}, `source: unknown URL scheme "http"`},
-		{[]string{"--source", "mysql://u:p@h:1"}, `required flag(s) "target" not set`},
+		{[]string{"--source", "mysql://u:p@h:1"}, `both --source and --target are required`},
 		{[]string{"--source", "mysql://u:p@h:1", "--target", "mysql://u:p@h:1", "--chunk-rows", "0"}, "--chunk-rows must be at least 1"},
 	}
 	for _, c := range cases {
