@@ -1,0 +1,106 @@
+// commitlog_test.go checks the commit log that orders workers: the
+// low-water mark, waiting for dependencies and turns, drops, and the byte
+// budget of queued transactions.
+package apply
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestCommitLogLowWaterAndGaps(t *testing.T) {
+	l := newCommitLog()
+	l.commit(2)
+	l.commit(3)
+	if got := l.low(); got != 0 {
+		t.Fatalf("low water %d with 1 uncommitted, want 0", got)
+	}
+	l.commit(1)
+	if got := l.low(); got != 3 {
+		t.Fatalf("low water %d after 1..3 committed, want 3", got)
+	}
+	l.commit(5)
+	if got := l.low(); got != 3 {
+		t.Fatalf("low water %d with a gap at 4, want 3", got)
+	}
+}
+
+func TestCommitLogTurnsKeepOrder(t *testing.T) {
+	l := newCommitLog()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var order []int64
+	var wg sync.WaitGroup
+	for gi := int64(10); gi >= 1; gi-- {
+		wg.Add(1)
+		go func(gi int64) {
+			defer wg.Done()
+			if err := l.waitTurn(ctx, gi, nil); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, gi)
+			mu.Unlock()
+			l.commit(gi)
+		}(gi)
+	}
+	wg.Wait()
+	for i, gi := range order {
+		if gi != int64(i+1) {
+			t.Fatalf("commit order %v, want 1..10", order)
+		}
+	}
+}
+
+func TestCommitLogDependenciesDropAndYield(t *testing.T) {
+	l := newCommitLog()
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() { done <- l.waitDeps(ctx, 9, []int64{2, 7}) }()
+	l.commit(7)
+	select {
+	case <-done:
+		t.Fatal("waitDeps returned with dependency 2 uncommitted")
+	case <-time.After(20 * time.Millisecond):
+	}
+	l.commit(2)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	go func() { done <- l.waitTurn(ctx, 20, nil) }()
+	l.drop(15)
+	if err := <-done; !errors.Is(err, errDropped) {
+		t.Fatalf("a transaction above the drop point got %v, want errDropped", err)
+	}
+	yield := make(chan struct{}, 1)
+	go func() { done <- l.waitTurn(ctx, 12, yield) }()
+	yield <- struct{}{}
+	if err := <-done; !errors.Is(err, errYield) {
+		t.Fatalf("a yielded wait got %v, want errYield", err)
+	}
+}
+
+func TestByteBudget(t *testing.T) {
+	b := newByteBudget(100)
+	ctx := context.Background()
+	if err := b.take(ctx, 500); err != nil {
+		t.Fatalf("one transaction larger than the budget must pass alone: %v", err)
+	}
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := b.take(short, 10); err == nil {
+		t.Fatal("took 10 bytes while the budget was exhausted")
+	}
+	b.give(500)
+	if err := b.take(ctx, 60); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.take(ctx, 40); err != nil {
+		t.Fatal(err)
+	}
+}
