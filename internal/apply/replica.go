@@ -84,6 +84,7 @@ type Config struct {
 // Progress is a snapshot of a run.
 type Progress struct {
 	Applied    int64                // transactions applied in this run
+	Filtered   int64                // transactions passed without applying (filters)
 	PerSecond  float64              // over the last interval
 	Behind     uint64               // transactions received but not applied
 	LagSeconds float64              // now minus the source time of the last applied transaction, 0 when caught up
@@ -573,7 +574,7 @@ func (r *Replica) reportProgress(relay *binlog.RelayLog) func() {
 				return
 			case now := <-tick.C:
 				n := r.applied.Load()
-				p := Progress{Applied: n, PerSecond: float64(n-last) / now.Sub(lastAt).Seconds(), Received: relay.End()}
+				p := Progress{Applied: n, Filtered: r.filtered.Load(), PerSecond: float64(n-last) / now.Sub(lastAt).Seconds(), Received: relay.End()}
 				last, lastAt = n, now
 				r.mu.Lock()
 				p.Position = r.position.Clone()
