@@ -309,6 +309,60 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	)
 	received := recvErr // nil once the receiver has ended
 	queue := (<-chan *binlog.Transaction)(txns)
+	// dispatch hands txn (and what gather batches behind it) to an idle
+	// worker, or passes it when the filters left nothing of it.
+	dispatch := func(txn *binlog.Transaction) {
+		batch, more, err := r.gather(txn, queue, skip)
+		if err != nil {
+			stopping, runErr = true, err
+			return
+		}
+		if !more {
+			queue = nil // the decoder ended
+			stopping, runErr = true, <-decErr
+		}
+		if len(batch) == 0 {
+			stopping, reason = true, "until reached"
+			return
+		}
+		if batch[0].Filtered {
+			// Nothing to apply: the position passes it as soon as everything before it commits.
+			gi++
+			r.clog.commit(gi)
+			committed[gi] = batch[0]
+			r.advance(committed)
+			r.filtered.Add(1)
+			budget.give(int64(batch[0].Size))
+			if !stopping && (r.untilAfter(batch[0]) || r.untilReached()) {
+				stopping, reason = true, "until reached"
+			}
+			return
+		}
+		j := &job{gi: gi + 1, txns: batch, skip: len(batch) == 1 && skip[batch[0].MariaDB]}
+		for _, member := range batch {
+			gi++
+			deps, err := policy.Admit(gi, member)
+			if err != nil {
+				stopping, runErr = true, fmt.Errorf("schedule %s: %w", member, err)
+				return
+			}
+			for _, d := range deps {
+				if d < j.gi {
+					j.deps = append(j.deps, d)
+				}
+			}
+		}
+		inflight[j.gi] = j
+		w := idle[len(idle)-1]
+		idle = idle[:len(idle)-1]
+		w.jobs <- j
+		if policy.Barrier() {
+			barrier = gi
+		}
+		if r.untilAfter(batch[len(batch)-1]) {
+			stopping, reason = true, "until reached"
+		}
+	}
 	for {
 		if stopping && len(inflight) == 0 {
 			cancelPipe()
@@ -319,13 +373,14 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		}
 		var in <-chan *binlog.Transaction
 		if !stopping && len(idle) > 0 && barrier == 0 {
-			in = queue
 			if r.pending != nil {
-				one := make(chan *binlog.Transaction, 1)
-				one <- r.pending
+				// A transaction gather took from the queue but could not batch goes first.
+				txn := r.pending
 				r.pending = nil
-				in = one
+				dispatch(txn)
+				continue
 			}
+			in = queue
 		}
 		select {
 		case <-stopped:
@@ -344,55 +399,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 				r.clog.drop(r.highestStarted())
 				continue
 			}
-			batch, more, err := r.gather(txn, queue, skip)
-			if err != nil {
-				stopping, runErr = true, err
-				continue
-			}
-			if !more {
-				queue = nil // the decoder ended
-				stopping, runErr = true, <-decErr
-			}
-			if len(batch) == 0 {
-				stopping, reason = true, "until reached"
-				continue
-			}
-			if batch[0].Filtered {
-				// Nothing to apply: the position passes it as soon as everything before it commits.
-				gi++
-				r.clog.commit(gi)
-				committed[gi] = batch[0]
-				r.advance(committed)
-				r.filtered.Add(1)
-				budget.give(int64(batch[0].Size))
-				if !stopping && (r.untilAfter(batch[0]) || r.untilReached()) {
-					stopping, reason = true, "until reached"
-				}
-				continue
-			}
-			j := &job{gi: gi + 1, txns: batch, skip: len(batch) == 1 && skip[batch[0].MariaDB]}
-			for _, member := range batch {
-				gi++
-				deps, err := policy.Admit(gi, member)
-				if err != nil {
-					return Result{}, fmt.Errorf("schedule %s: %w", member, err)
-				}
-				for _, d := range deps {
-					if d < j.gi {
-						j.deps = append(j.deps, d)
-					}
-				}
-			}
-			inflight[j.gi] = j
-			w := idle[len(idle)-1]
-			idle = idle[:len(idle)-1]
-			w.jobs <- j
-			if policy.Barrier() {
-				barrier = gi
-			}
-			if r.untilAfter(batch[len(batch)-1]) {
-				stopping, reason = true, "until reached"
-			}
+			dispatch(txn)
 		case res := <-done:
 			idle = append(idle, res.w)
 			delete(inflight, res.job.gi)
