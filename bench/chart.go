@@ -32,7 +32,7 @@ const (
 	chartRow     = 20
 	chartBar     = 14
 	labelColumns = 32
-	valueSpace   = 130
+	valueSpace   = 200
 )
 
 func writeChart(path string, rp *report) error {
@@ -49,7 +49,7 @@ func writeChart(path string, rp *report) error {
 }
 
 func drawChart(rp *report) *image.RGBA {
-	height := chartMargin + 24 + 24 + 8
+	height := chartMargin + 24 + 24 + 24 + 8
 	for _, wr := range rp.Workloads {
 		height += 30 + len(wr.Results)*chartRow + 12
 	}
@@ -68,6 +68,18 @@ func drawChart(rp *report) *image.RGBA {
 	sub := fmt.Sprintf("%s, %d cores, %s, N=%d, median of %d run(s), shared noisy machine",
 		rp.Began.Format("2006-01-02"), rp.Machine.Cores, target, rp.Workers, rp.Runs)
 	drawText(img, chartMargin, y, clip(sub, maxChars), chartScale, chartMuted)
+	y += 24
+	x := chartMargin
+	for _, key := range []struct{ kind, label string }{{"mariadb", "MariaDB replica"}, {"gapless", "gapless"}, {"mariadb-binlog", "mariadb-binlog | mariadb"}} {
+		fill(img, image.Rect(x, y, x+chartBar, y+chartBar), kindColor[key.kind])
+		x += chartBar + 6
+		drawText(img, x, y, key.label, chartScale, chartInk)
+		x += textWidth(key.label, chartScale) + 24
+	}
+	for xx := x; xx < x+24; xx += 4 {
+		fill(img, image.Rect(xx, y+6, xx+2, y+7), chartGuide)
+	}
+	drawText(img, x+30, y, "MariaDB's best mode", chartScale, chartInk)
 	y += 24 + 8
 
 	labelRight := chartMargin + labelColumns*glyphAdvance*chartScale
@@ -82,7 +94,12 @@ func drawChart(rp *report) *image.RGBA {
 			top = max(top, wr.perSecond(r))
 		}
 		best, _ := wr.bestMariaDB()
-		panelTop := y
+		if best > 0 && top > 0 {
+			x := barX + int(float64(wr.Rec.Transactions)/best/top*float64(barMax))
+			for yy := y; yy < y+len(wr.Results)*chartRow; yy += 4 {
+				fill(img, image.Rect(x, yy, x+1, yy+2), chartGuide)
+			}
+		}
 		for _, r := range wr.Results {
 			label := clip(r.Contender.Label, labelColumns)
 			drawText(img, labelRight-textWidth(label, chartScale), y+(chartRow-glyphHeight*chartScale)/2, label, chartScale, chartInk)
@@ -96,20 +113,13 @@ func drawChart(rp *report) *image.RGBA {
 			length := max(1, int(tps/top*float64(barMax)))
 			barTop := y + (chartRow-chartBar)/2
 			fill(img, image.Rect(barX, barTop, barX+length, barTop+chartBar), kindColor[r.Contender.Kind])
-			value := fmt.Sprintf("%.0f", tps)
+			value, ink := fmt.Sprintf("%.0f", tps), chartInk
 			if s := r.stats(); s.Failed+s.Diverged > 0 {
-				value += " " + failureWord(s)
-				drawText(img, barX+length+8, textY, value, chartScale, chartFailure)
-			} else {
-				drawText(img, barX+length+8, textY, value, chartScale, chartInk)
+				value, ink = value+" "+failureWord(s), chartFailure
 			}
+			fill(img, image.Rect(barX+length+4, textY-2, barX+length+12+textWidth(value, chartScale), textY+glyphHeight*chartScale+2), chartBackground)
+			drawText(img, barX+length+8, textY, value, chartScale, ink)
 			y += chartRow
-		}
-		if best > 0 && top > 0 {
-			x := barX + int(float64(wr.Rec.Transactions)/best/top*float64(barMax))
-			for yy := panelTop; yy < y; yy += 4 {
-				fill(img, image.Rect(x, yy, x+1, yy+2), chartGuide)
-			}
 		}
 		y += 12
 	}

@@ -3,8 +3,10 @@
 // contender onto fresh, identically configured targets, verifies the target
 // and writes a markdown report and a PNG chart to bench/results.
 //
-//	go run ./bench --quick      # make bench-quick: W1 and W2, five contenders, one run
-//	go run ./bench              # make bench: W1-W6, every contender, median of three runs
+//	go run ./bench --quick      # make bench-quick: W1 and W2, five contenders
+//	go run ./bench              # make bench: W1-W6, every contender
+//
+// Each contender runs three times per workload; the median counts.
 package main
 
 import (
@@ -54,10 +56,10 @@ type options struct {
 
 func main() {
 	var o options
-	flag.BoolVar(&o.quick, "quick", false, "W1 and W2, five contenders, one run (defaults that the other flags override)")
+	flag.BoolVar(&o.quick, "quick", false, "W1 and W2, five contenders (defaults that --workloads and --contenders override)")
 	flag.StringVar(&o.workloadIDs, "workloads", "", "comma-separated workloads, W1 to W6 (default: all; --quick: W1,W2)")
 	flag.StringVar(&o.contenders, "contenders", "", "comma-separated contenders: mariadb-serial, mariadb-conservative, mariadb-optimistic, mariadb-binlog, gapless-POLICY-WORKERS (WORKERS a number or N) (default: all; --quick: "+strings.Join(quickContenders, ",")+")")
-	flag.IntVar(&o.runs, "runs", 0, "runs per contender and workload; the median counts (default 3; --quick: 1)")
+	flag.IntVar(&o.runs, "runs", 0, "runs per contender and workload; the median counts (default 3)")
 	flag.IntVar(&o.workers, "workers", 8, "N: parallel threads of MariaDB's parallel modes and gapless's workers")
 	flag.BoolVar(&o.fast, "fast", false, "non-durable targets: innodb_flush_log_at_trx_commit=2, sync_binlog=0")
 	flag.Float64Var(&o.scale, "scale", 1, "multiply every workload's transaction count")
@@ -100,20 +102,27 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("work folder: %w", err)
 	}
 	fl := newFleet()
-	defer fl.killAll()
+	keptSomething := false
+	defer func() {
+		fl.killAll()
+		if removeWorkDir && !keptSomething {
+			if err := os.RemoveAll(workDir); err != nil {
+				fmt.Fprintf(os.Stderr, "bench: removing work folder: %v\n", err)
+			}
+		}
+	}()
 
 	rp := &report{
-		Name: o.name, Command: commandLine(), Began: time.Now(), Machine: describeMachine(),
+		Name: o.name, Command: commandLine(), Began: time.Now(), Machine: describeMachine(o.gapless),
 		Durable: !o.fast, Workers: o.workers, Runs: o.runs, Scale: o.scale,
 	}
 	fmt.Printf("bench %s: workloads %s; %d contenders, %d run(s) each; work folder %s\n", o.name, workloadList(ws), len(cs), o.runs, workDir)
-	keptSomething := false
 	for _, w := range ws {
 		wr, kept, err := benchWorkload(ctx, fl, o, w, cs, filepath.Join(workDir, w.ID))
+		keptSomething = keptSomething || kept
 		if err != nil {
 			return err
 		}
-		keptSomething = keptSomething || kept
 		rp.Workloads = append(rp.Workloads, wr)
 		fmt.Printf("\n## %s: %s\n\n%s\n", w.ID, w.Title, wr.markdownTable())
 	}
@@ -122,13 +131,8 @@ func run(ctx context.Context, o options) error {
 	if err := rp.write(o.outDir); err != nil {
 		return err
 	}
-	if removeWorkDir && !keptSomething {
-		if err := os.RemoveAll(workDir); err != nil {
-			return fmt.Errorf("removing work folder: %w", err)
-		}
-	}
 	if keptSomething {
-		fmt.Printf("kept for inspection: %s (failed runs' servers are still running; stop them with kill $(cat .../mariadbd.pid))\n", workDir)
+		fmt.Printf("kept for inspection: %s; the servers of failed runs and their primaries are still running (each folder's mariadbd.pid)\n", workDir)
 	}
 	return nil
 }
@@ -136,9 +140,6 @@ func run(ctx context.Context, o options) error {
 func (o *options) resolve() ([]*workload, []contender, error) {
 	if o.runs == 0 {
 		o.runs = 3
-		if o.quick {
-			o.runs = 1
-		}
 	}
 	if o.name == "" {
 		o.name = "full"
@@ -212,7 +213,7 @@ func workloadList(ws []*workload) string {
 }
 
 func commandLine() string {
-	if cmd := os.Getenv("BENCH_COMMAND"); cmd != "" {
+	if cmd := strings.TrimSpace(os.Getenv("BENCH_COMMAND")); cmd != "" {
 		return cmd
 	}
 	return "go run ./bench " + strings.Join(os.Args[1:], " ")
@@ -267,15 +268,15 @@ func benchWorkload(ctx context.Context, fl *fleet, o options, w *workload, cs []
 	}
 	if kept {
 		fl.forget(rec.Primary)
-	} else if err := fl.kill(rec.Primary); err != nil {
-		return nil, kept, err
+		return wr, true, nil
 	}
-	if !kept {
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, kept, fmt.Errorf("removing %s: %w", dir, err)
-		}
+	if err := fl.kill(rec.Primary); err != nil {
+		return nil, false, err
 	}
-	return wr, kept, nil
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, false, fmt.Errorf("removing %s: %w", dir, err)
+	}
+	return wr, false, nil
 }
 
 func (a attempt) summary() string {
@@ -302,7 +303,7 @@ func runOnce(ctx context.Context, fl *fleet, o options, rec *recording, c conten
 	cancel()
 	if a.Err == nil {
 		a.Equal, a.Detail, a.Err = compare(ctx, rec.Primary, tgt)
-	} else if runCtx.Err() != nil && ctx.Err() == nil {
+	} else if errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		a.Err = fmt.Errorf("gave up after --run-timeout %s: %w", o.runTimeout, a.Err)
 	}
 	if o.keepFailed && (a.Err != nil || !a.Equal) {
@@ -320,29 +321,12 @@ func runOnce(ctx context.Context, fl *fleet, o options, rec *recording, c conten
 	return a, false
 }
 
-// freshTarget copies the template datadir into dir and starts a target on
-// it. A start that fails is tried once more on a new copy: a target that
-// never started says nothing about the contender.
+// freshTarget copies the template datadir into dir and starts a target on it.
 func freshTarget(ctx context.Context, fl *fleet, rec *recording, dir string, durable bool) (*sandbox.Server, error) {
-	var errs []error
-	for range 2 {
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, fmt.Errorf("clearing %s: %w", dir, err)
-		}
-		if err := copyDatadir(ctx, rec.TemplateDatadir, filepath.Join(dir, "target", "data")); err != nil {
-			return nil, err
-		}
-		tgt, err := fl.start(ctx, targetConfig(dir, durable))
-		if err == nil {
-			return tgt, nil
-		}
-		errs = append(errs, err)
-		fmt.Printf("warning: %v\n", strings.ReplaceAll(err.Error(), "\n", " | "))
-		if ctx.Err() != nil {
-			break
-		}
+	if err := copyDatadir(ctx, rec.TemplateDatadir, filepath.Join(dir, "target", "data")); err != nil {
+		return nil, err
 	}
-	return nil, errors.Join(errs...)
+	return fl.start(ctx, targetConfig(dir, durable))
 }
 
 // compare checks every table of the target against the primary.

@@ -103,7 +103,8 @@ func (wr *workloadResult) markdownTable() string {
 				ratio = fmt.Sprintf("%.2f×", best/s.Median)
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Contender.Label, secs, tps, ratio, s.equalCell())
+		label := strings.ReplaceAll(r.Contender.Label, "|", `\|`)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", label, secs, tps, ratio, s.equalCell())
 	}
 	return b.String()
 }
@@ -150,8 +151,12 @@ func (rp *report) markdown() string {
 	for _, wr := range rp.Workloads {
 		rec := wr.Rec
 		fmt.Fprintf(&b, "## %s: %s\n\n", rec.Workload.ID, rec.Workload.Title)
-		fmt.Fprintf(&b, "Primary (%s): %d transactions in %.1f s (%.0f/s), %s of binlog, from %s to %s.\n\n",
-			durability(rec.Workload.Durable, rec.Workload.PrimaryConf), rec.Transactions, rec.PrimarySeconds,
+		side := ""
+		if rec.SideStatements > 0 {
+			side = fmt.Sprintf(" (%d of them %s)", rec.SideStatements, rec.Workload.SideKind)
+		}
+		fmt.Fprintf(&b, "Primary (%s): %d transactions%s in %.1f s (%.0f/s), %s of binlog, from %s to %s.\n\n",
+			durability(rec.Workload.Durable, rec.Workload.PrimaryConf), rec.Transactions, side, rec.PrimarySeconds,
 			float64(rec.Transactions)/rec.PrimarySeconds, megabytes(rec.BinlogBytes), rec.Start, rec.End)
 		b.WriteString(wr.markdownTable())
 		b.WriteString("\n")
@@ -229,16 +234,16 @@ type machine struct {
 	MariaDB   string
 	Sysbench  string
 	Go        string
-	Commit    string
+	Gapless   string
 	LoadStart string
 }
 
 func (m machine) String() string {
-	return fmt.Sprintf("%d cores (%s), %.1f GiB memory, Linux %s; %s; %s; %s; gapless at %s",
-		m.Cores, m.CPU, m.MemoryGiB, m.Kernel, m.MariaDB, m.Sysbench, m.Go, m.Commit)
+	return fmt.Sprintf("%d cores (%s), %.1f GiB memory, Linux %s; %s; %s; %s; %s",
+		m.Cores, m.CPU, m.MemoryGiB, m.Kernel, m.MariaDB, m.Sysbench, m.Go, m.Gapless)
 }
 
-func describeMachine() machine {
+func describeMachine(gaplessBin string) machine {
 	m := machine{Cores: runtime.NumCPU(), Go: runtime.Version(), LoadStart: loadAverage()}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
@@ -268,8 +273,23 @@ func describeMachine() machine {
 	}
 	m.MariaDB = version
 	m.Sysbench = commandOutput("sysbench", "--version")
-	m.Commit = commandOutput("git", "rev-parse", "--short", "HEAD")
+	m.Gapless = describeGapless(gaplessBin)
 	return m
+}
+
+// describeGapless names the binary measured and the work tree's commit.
+func describeGapless(bin string) string {
+	s := "gapless " + bin
+	if fi, err := os.Stat(bin); err == nil {
+		s += " built " + fi.ModTime().Format("2006-01-02 15:04")
+	}
+	if commit := commandOutput("git", "rev-parse", "--short", "HEAD"); commit != "" {
+		s += " in a work tree at " + commit
+		if exec.Command("git", "diff", "--quiet", "HEAD", "--").Run() != nil {
+			s += " with uncommitted changes"
+		}
+	}
+	return s
 }
 
 func commandOutput(name string, args ...string) string {

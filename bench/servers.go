@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"gapless/internal/sandbox"
 )
@@ -25,17 +27,40 @@ type fleet struct {
 
 func newFleet() *fleet { return &fleet{servers: map[*sandbox.Server]bool{}} }
 
+// start starts a server, and once more on the same datadir when the first
+// start fails: sandbox.StartServer can report a mariadbd that is in fact
+// starting as "exited during startup" (it reads the new process's
+// /proc/PID/cmdline before the kernel has filled it in) and leaves it
+// running; the second start adopts it once it has written its pid file.
 func (f *fleet) start(ctx context.Context, cfg sandbox.ServerConfig) (*sandbox.Server, error) {
 	srv, err := sandbox.StartServer(ctx, cfg)
-	if srv != nil {
-		f.mu.Lock()
-		f.servers[srv] = true
-		f.mu.Unlock()
+	if err != nil {
+		fmt.Printf("warning: starting server %s in %s: %s; starting it again\n", cfg.Name, cfg.Dir, strings.ReplaceAll(err.Error(), "\n", " | "))
+		waitForFile(ctx, filepath.Join(cfg.Dir, cfg.Name, "mariadbd.pid"), 15*time.Second)
+		var again error
+		srv, again = sandbox.StartServer(ctx, cfg)
+		err = errors.Join(err, again)
+		if again == nil {
+			err = nil
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("starting server %s in %s: %w", cfg.Name, cfg.Dir, err)
 	}
+	f.mu.Lock()
+	f.servers[srv] = true
+	f.mu.Unlock()
 	return srv, nil
+}
+
+func waitForFile(ctx context.Context, path string, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // kill ends a server at once (its data is thrown away) and forgets it.

@@ -29,6 +29,7 @@ type workload struct {
 	ID          string
 	Title       string
 	Short       string   // for the chart
+	SideKind    string   // what the side job's statements are, if it has one
 	Durable     bool     // the primary's durability
 	PrimaryConf []string // extra my.cnf lines for the primary
 	Databases   []string
@@ -42,7 +43,7 @@ var workloads = []*workload{
 		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"},
 		Prepare: prepareSysbench("sbtest", 4, 10000),
 		Run: func(ctx context.Context, p *primary, scale float64) error {
-			return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(3000, scale))
+			return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(6000, scale))
 		},
 	},
 	{
@@ -50,7 +51,7 @@ var workloads = []*workload{
 		Durable: false, Databases: []string{"sbtest"},
 		Prepare: prepareSysbench("sbtest", 4, 10000),
 		Run: func(ctx context.Context, p *primary, scale float64) error {
-			return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 1, scaled(3000, scale))
+			return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 1, scaled(6000, scale))
 		},
 	},
 	{
@@ -60,10 +61,10 @@ var workloads = []*workload{
 		Run: func(ctx context.Context, p *primary, scale float64) error {
 			return parallel(
 				func() error {
-					return p.sysbench(ctx, "oltp_update_index", "sbtest", 4, 100, 8, scaled(2000, scale))
+					return p.sysbench(ctx, "oltp_update_index", "sbtest", 4, 100, 8, scaled(4000, scale))
 				},
 				func() error {
-					return p.sysbench(ctx, "oltp_update_non_index", "sbtest", 4, 100, 8, scaled(2000, scale))
+					return p.sysbench(ctx, "oltp_update_non_index", "sbtest", 4, 100, 8, scaled(4000, scale))
 				},
 			)
 		},
@@ -83,15 +84,15 @@ var workloads = []*workload{
 			var clients []func() error
 			for _, db := range []string{"db1", "db2", "db3", "db4"} {
 				clients = append(clients, func() error {
-					return p.sysbench(ctx, "oltp_write_only", db, 2, 10000, 4, scaled(750, scale))
+					return p.sysbench(ctx, "oltp_write_only", db, 2, 10000, 4, scaled(1500, scale))
 				})
 			}
 			return parallel(clients...)
 		},
 	},
 	{
-		ID: "W5", Short: "large transactions among small", Title: "large transactions: INSERT ... SELECT / DELETE of 10 000 rows every 300 among W1's",
-		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"},
+		ID: "W5", Short: "large transactions among small", Title: "large transactions: INSERT ... SELECT / DELETE of 10 000 rows every 600 among W1's",
+		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"}, SideKind: "bulk changes",
 		Prepare: func(ctx context.Context, p *primary) error {
 			if err := prepareSysbench("sbtest", 4, 10000)(ctx, p); err != nil {
 				return err
@@ -99,18 +100,18 @@ var workloads = []*workload{
 			return p.srv.Exec(ctx, "CREATE TABLE sbtest.bulk LIKE sbtest.sbtest1")
 		},
 		Run: func(ctx context.Context, p *primary, scale float64) error {
-			return p.withSideJob(ctx, 300, bulkChange, func() error {
-				return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(2500, scale))
+			return p.withSideJob(ctx, uint64(scaled(600, scale)), bulkChange, func() error {
+				return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(5000, scale))
 			})
 		},
 	},
 	{
-		ID: "W6", Short: "W1 with DDL", Title: "W1 with a DDL (ADD COLUMN or CREATE INDEX) every 1000 transactions",
-		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"},
+		ID: "W6", Short: "W1 with DDL", Title: "W1 with a DDL (ADD COLUMN or CREATE INDEX) every 2000 transactions",
+		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"}, SideKind: "DDL statements",
 		Prepare: prepareSysbench("sbtest", 4, 10000),
 		Run: func(ctx context.Context, p *primary, scale float64) error {
-			return p.withSideJob(ctx, 1000, schemaChange, func() error {
-				return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(3000, scale))
+			return p.withSideJob(ctx, uint64(scaled(2000, scale)), schemaChange, func() error {
+				return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(6000, scale))
 			})
 		},
 	},
@@ -137,9 +138,10 @@ func schemaChange(i int) string {
 
 // primary is a workload's source server while it is being recorded.
 type primary struct {
-	srv *sandbox.Server
-	db  *sql.DB
-	log *os.File // sysbench output
+	srv       *sandbox.Server
+	db        *sql.DB
+	log       *os.File // sysbench output
+	sideStmts int      // statements the side job ran
 }
 
 // recording is a workload written to a primary's binlog, ready to replay.
@@ -150,6 +152,7 @@ type recording struct {
 	Start, End      string // @@gtid_binlog_pos before and after the workload
 	Transactions    int64
 	PrimarySeconds  float64
+	SideStatements  int // bulk changes or DDL run beside sysbench
 	BinlogFiles     []string
 	BinlogBytes     int64 // written by the workload
 }
@@ -193,6 +196,7 @@ func record(ctx context.Context, fl *fleet, w *workload, dir string, scale float
 		return nil, fmt.Errorf("%s: workload: %w (sysbench output in %s)", w.ID, err, logFile.Name())
 	}
 	rec.PrimarySeconds = time.Since(began).Seconds()
+	rec.SideStatements = p.sideStmts
 	if err := srv.Exec(ctx, "FLUSH BINARY LOGS"); err != nil {
 		return nil, fmt.Errorf("%s: %w", w.ID, err)
 	}
@@ -346,6 +350,7 @@ func (p *primary) withSideJob(ctx context.Context, interval uint64, stmt func(i 
 			}
 			fmt.Fprintf(p.log, "side job after transaction %d: %s\n", seq, stmt(i))
 			i++
+			p.sideStmts = i
 			next += interval
 		}
 	}()
