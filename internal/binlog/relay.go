@@ -524,8 +524,8 @@ func syncDir(dir string) {
 // the end position to its GTID.
 func (l *RelayLog) Append(events [][]byte, id gtid.MariaDBGTID) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.active == nil {
+		l.mu.Unlock()
 		return errors.New("relay log: append before BeginSession")
 	}
 	l.buf = l.buf[:0]
@@ -533,21 +533,29 @@ func (l *RelayLog) Append(events [][]byte, id gtid.MariaDBGTID) error {
 		l.buf = append(l.buf, ev...)
 	}
 	if _, err := l.active.Write(l.buf); err != nil {
+		l.mu.Unlock()
 		return fmt.Errorf("relay log: write %s: %w", l.segments[len(l.segments)-1].path, err)
 	}
 	l.activeSize += int64(len(l.buf))
 	l.end.Advance(id)
+	var syncNow *os.File
 	if l.activeSize >= l.opts.SegmentSize {
 		if err := l.rotateLocked(l.format); err != nil {
+			l.mu.Unlock()
 			return err
 		}
 	} else if time.Since(l.lastSync) >= l.opts.SyncEvery {
-		if err := l.active.Sync(); err != nil {
-			return fmt.Errorf("relay log: sync: %w", err)
-		}
+		syncNow = l.active
 		l.lastSync = time.Now()
 	}
 	l.notifyLocked()
+	l.mu.Unlock()
+	// The periodic sync runs outside the lock: readers must not wait for the disk.
+	if syncNow != nil {
+		if err := syncNow.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+			return fmt.Errorf("relay log: sync: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -73,6 +73,8 @@ type Server struct {
 	stdoutPath string
 	// pid of the mariadbd this process started, known before the pid file is written.
 	startedPid int
+	// startedExit is closed when the mariadbd this process started exits.
+	startedExit chan struct{}
 	// portChosen is set when the sandbox picked the port, so it may pick
 	// another if something takes it before mariadbd binds it.
 	portChosen bool
@@ -350,8 +352,11 @@ func (s *Server) launch(mariadbd string) error {
 		return fmt.Errorf("sandbox server %s: starting %s: %w", s.Config.Name, mariadbd, err)
 	}
 	s.startedPid = cmd.Process.Pid
-	// Reap the child whenever it exits so it never lingers as a zombie.
-	go func() { _ = cmd.Wait() }()
+	// Reap the child whenever it exits so it never lingers as a zombie, and
+	// say so: right after the start its /proc cmdline may still read empty.
+	exited := make(chan struct{})
+	s.startedExit = exited
+	go func() { _ = cmd.Wait(); close(exited) }()
 	return nil
 }
 
@@ -373,7 +378,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 		if lastErr == nil {
 			return nil
 		}
-		if !s.Running() {
+		if s.exitedDuringStart() {
 			return fmt.Errorf("sandbox server %s exited during startup; error log %s ends with:\n%s", s.Config.Name, s.ErrorLog, s.startupLogs())
 		}
 		select {
@@ -497,6 +502,9 @@ func (s *Server) Stop() error {
 // Kill ends the server with SIGKILL, as a crash would, and waits for it to exit.
 func (s *Server) Kill() error {
 	pid, ok := s.runningPid()
+	if !ok && s.startedExit != nil && !s.exitedDuringStart() {
+		pid, ok = s.startedPid, true // started by this process, not yet readable in /proc
+	}
 	if !ok {
 		return nil
 	}
@@ -519,6 +527,21 @@ func (s *Server) waitExit(pid int, timeout time.Duration) bool {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return true
+}
+
+// exitedDuringStart reports whether the server this process is starting has
+// exited: from the child's own exit when this process started it, from the
+// pid file otherwise.
+func (s *Server) exitedDuringStart() bool {
+	if s.startedExit != nil {
+		select {
+		case <-s.startedExit:
+			return true
+		default:
+			return false
+		}
+	}
+	return !s.Running()
 }
 
 func (s *Server) runningPid() (int, bool) {
