@@ -11,11 +11,15 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"gapless/internal/schedule"
 )
 
 type tableName struct{ schema, table string }
+
+// catalogPatience is how long the catalog waits for a target that went away.
+const catalogPatience = 5 * time.Minute
 
 // Catalog implements schedule.Catalog for the target, caching each table's keys.
 type Catalog struct {
@@ -35,7 +39,13 @@ func (c *Catalog) Table(schema, table string) (*schedule.TableInfo, error) {
 	if info, ok := c.tables[name]; ok {
 		return info, nil
 	}
+	// A target restart is waited out (the workers wait for it too); any
+	// other error stops the run.
 	info, err := ReadTableKeys(context.Background(), c.db, schema, table)
+	for wait, deadline := 100*time.Millisecond, time.Now().Add(catalogPatience); err != nil && Lost(err) && time.Now().Before(deadline); wait = min(2*wait, 5*time.Second) {
+		time.Sleep(wait)
+		info, err = ReadTableKeys(context.Background(), c.db, schema, table)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read the keys of %s.%s on the target: %w", schema, table, err)
 	}
