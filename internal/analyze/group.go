@@ -56,34 +56,6 @@ type groupCutter struct {
 	events int64
 }
 
-func isGTIDEvent(t replication.EventType) bool {
-	switch t {
-	case replication.MARIADB_GTID_EVENT, replication.GTID_EVENT, replication.ANONYMOUS_GTID_EVENT, replication.GTID_TAGGED_LOG_EVENT:
-		return true
-	}
-	return false
-}
-
-func isContextEvent(t replication.EventType) bool {
-	switch t {
-	case replication.INTVAR_EVENT, replication.RAND_EVENT, replication.USER_VAR_EVENT,
-		replication.MARIADB_ANNOTATE_ROWS_EVENT, replication.ROWS_QUERY_EVENT:
-		return true
-	}
-	return false
-}
-
-func isControlEvent(t replication.EventType) bool {
-	switch t {
-	case replication.FORMAT_DESCRIPTION_EVENT, replication.ROTATE_EVENT, replication.STOP_EVENT,
-		replication.HEARTBEAT_EVENT, replication.HEARTBEAT_LOG_EVENT_V2, replication.MARIADB_GTID_LIST_EVENT,
-		replication.MARIADB_BINLOG_CHECKPOINT_EVENT, replication.PREVIOUS_GTIDS_EVENT,
-		replication.MARIADB_START_ENCRYPTION_EVENT, replication.IGNORABLE_EVENT, replication.INCIDENT_EVENT:
-		return true
-	}
-	return false
-}
-
 // rawQuery returns the statement text of a raw (uncompressed) query event body.
 func rawQuery(body []byte) []byte {
 	const postHeader = 13
@@ -134,7 +106,7 @@ func (c *groupCutter) add(ev rawEvent) (*rawGroup, error) {
 	}
 	switch c.state {
 	case outsideGroup:
-		if isGTIDEvent(t) {
+		if binlog.IsGTIDEvent(t) {
 			c.state = afterGTID
 			if t == replication.MARIADB_GTID_EVENT && len(body) > 12 && body[12]&replication.BINLOG_MARIADB_FL_STANDALONE == 0 {
 				c.state = inTransaction
@@ -143,16 +115,16 @@ func (c *groupCutter) add(ev rawEvent) (*rawGroup, error) {
 			c.open.events = append(c.open.events, ev)
 			return nil, nil
 		}
-		if isControlEvent(t) {
+		if binlog.IsControlEvent(t) {
 			return nil, nil
 		}
 		return nil, where("is outside any GTID event group (binlogs written without GTIDs are not supported)")
 	case afterGTID:
-		if isGTIDEvent(t) {
+		if binlog.IsGTIDEvent(t) {
 			return nil, where("opens a group before the previous one ended")
 		}
 		c.open.events = append(c.open.events, ev)
-		if isContextEvent(t) {
+		if binlog.IsContextEvent(t) {
 			return nil, nil
 		}
 		if isRawQuery(t, body, "BEGIN") {
@@ -162,7 +134,7 @@ func (c *groupCutter) add(ev rawEvent) (*rawGroup, error) {
 		c.open.single = true
 		return c.close(), nil
 	default:
-		if isGTIDEvent(t) {
+		if binlog.IsGTIDEvent(t) {
 			return nil, where("opens a group before the previous one committed")
 		}
 		c.open.events = append(c.open.events, ev)

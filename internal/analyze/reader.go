@@ -239,17 +239,17 @@ func (d *decoder) begin(ev *replication.BinlogEvent, raw rawEvent) *txnInfo {
 		txn.Flavor = binlog.FlavorMariaDB
 		txn.MariaDB = gtid.MariaDBGTID{Domain: g.GTID.DomainID, Server: g.GTID.ServerID, Seq: g.GTID.SequenceNumber}
 		txn.CommitID = g.CommitID
-		txn.Flags = mariaDBFlags(g.Flags)
+		txn.Flags = binlog.MariaDBFlags(g.Flags)
 	case *replication.GTIDEvent:
 		txn.Flavor = binlog.FlavorMySQL
-		txn.MySQL = mySQLGTID(g.SID, "", g.GNO)
+		txn.MySQL = binlog.MySQLGTIDFromEvent(g.SID, "", g.GNO)
 		txn.LastCommitted, txn.SequenceNumber = g.LastCommitted, g.SequenceNumber
-		txn.Flags = mySQLFlags(g.CommitFlag)
+		txn.Flags = binlog.MySQLFlags(g.CommitFlag)
 	case *replication.GtidTaggedLogEvent:
 		txn.Flavor = binlog.FlavorMySQL
-		txn.MySQL = mySQLGTID(g.SID, g.Tag, g.GNO)
+		txn.MySQL = binlog.MySQLGTIDFromEvent(g.SID, g.Tag, g.GNO)
 		txn.LastCommitted, txn.SequenceNumber = g.LastCommitted, g.SequenceNumber
-		txn.Flags = mySQLFlags(g.CommitFlag)
+		txn.Flags = binlog.MySQLFlags(g.CommitFlag)
 	}
 	return &txnInfo{txn: txn, file: raw.file, pos: raw.pos}
 }
@@ -344,40 +344,4 @@ func touch(txn *binlog.Transaction, schema, table string) {
 		}
 	}
 	txn.Tables = append(txn.Tables, ref)
-}
-
-func mariaDBFlags(f byte) binlog.TxnFlags {
-	var flags binlog.TxnFlags
-	if f&replication.BINLOG_MARIADB_FL_STANDALONE != 0 {
-		flags |= binlog.FlagStandalone
-	}
-	if f&replication.BINLOG_MARIADB_FL_TRANSACTIONAL != 0 {
-		flags |= binlog.FlagTransactional
-	}
-	if f&replication.BINLOG_MARIADB_FL_ALLOW_PARALLEL != 0 {
-		flags |= binlog.FlagAllowParallel
-	}
-	if f&replication.BINLOG_MARIADB_FL_WAITED != 0 {
-		flags |= binlog.FlagWaited
-	}
-	if f&replication.BINLOG_MARIADB_FL_DDL != 0 {
-		flags |= binlog.FlagDDL
-	}
-	return flags
-}
-
-func mySQLFlags(commitFlag uint8) binlog.TxnFlags {
-	flags := binlog.FlagTransactional
-	if commitFlag&1 != 0 {
-		flags |= binlog.FlagAllowParallel
-	}
-	return flags
-}
-
-func mySQLGTID(sid []byte, tag string, gno int64) gtid.MySQLGTID {
-	var g gtid.MySQLGTID
-	copy(g.SID[:], sid)
-	g.Tag = tag
-	g.GNO = uint64(gno)
-	return g
 }

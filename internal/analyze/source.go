@@ -22,6 +22,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
+	"gapless/internal/binlog"
 	"gapless/internal/dburl"
 	"gapless/internal/target"
 )
@@ -198,7 +199,7 @@ func (d *dumpSource) fileCreated(ctx context.Context, file string) (time.Time, e
 		if ev.Header.EventType == replication.FORMAT_DESCRIPTION_EVENT && ev.Header.Timestamp != 0 {
 			return time.Unix(int64(ev.Header.Timestamp), 0), nil
 		}
-		if isGTIDEvent(ev.Header.EventType) {
+		if binlog.IsGTIDEvent(ev.Header.EventType) {
 			return time.Unix(int64(ev.Header.Timestamp), 0), nil
 		}
 	}

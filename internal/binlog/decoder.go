@@ -89,17 +89,17 @@ func (d *Decoder) begin(ev *replication.BinlogEvent) *Transaction {
 		txn.Flavor = FlavorMariaDB
 		txn.MariaDB = mariaDBGTID(g)
 		txn.CommitID = g.CommitID
-		txn.Flags = mariaDBFlags(g.Flags)
+		txn.Flags = MariaDBFlags(g.Flags)
 	case *replication.GTIDEvent:
 		txn.Flavor = FlavorMySQL
-		txn.MySQL = mySQLGTID(g.SID, "", g.GNO)
+		txn.MySQL = MySQLGTIDFromEvent(g.SID, "", g.GNO)
 		txn.LastCommitted, txn.SequenceNumber = g.LastCommitted, g.SequenceNumber
-		txn.Flags = mySQLFlags(g.CommitFlag)
+		txn.Flags = MySQLFlags(g.CommitFlag)
 	case *replication.GtidTaggedLogEvent:
 		txn.Flavor = FlavorMySQL
-		txn.MySQL = mySQLGTID(g.SID, g.Tag, g.GNO)
+		txn.MySQL = MySQLGTIDFromEvent(g.SID, g.Tag, g.GNO)
 		txn.LastCommitted, txn.SequenceNumber = g.LastCommitted, g.SequenceNumber
-		txn.Flags = mySQLFlags(g.CommitFlag)
+		txn.Flags = MySQLFlags(g.CommitFlag)
 	}
 	return txn
 }
@@ -121,8 +121,8 @@ func (t *Transaction) add(ev *replication.BinlogEvent) {
 	}
 }
 
-// mariaDBFlags maps the flags byte of a MariaDB GTID event.
-func mariaDBFlags(f byte) TxnFlags {
+// MariaDBFlags maps the flags byte of a MariaDB GTID event.
+func MariaDBFlags(f byte) TxnFlags {
 	var flags TxnFlags
 	if f&replication.BINLOG_MARIADB_FL_STANDALONE != 0 {
 		flags |= FlagStandalone
@@ -142,10 +142,10 @@ func mariaDBFlags(f byte) TxnFlags {
 	return flags
 }
 
-// mySQLFlags maps a MySQL GTID event's commit flag: 1 means the transaction
+// MySQLFlags maps a MySQL GTID event's commit flag: 1 means the transaction
 // may run in parallel with others of its logical-clock interval. MySQL marks
 // DDL by the absence of BEGIN, which the decoder sees from the group's shape.
-func mySQLFlags(commitFlag uint8) TxnFlags {
+func MySQLFlags(commitFlag uint8) TxnFlags {
 	flags := FlagTransactional
 	if commitFlag&1 != 0 {
 		flags |= FlagAllowParallel
@@ -153,7 +153,8 @@ func mySQLFlags(commitFlag uint8) TxnFlags {
 	return flags
 }
 
-func mySQLGTID(sid []byte, tag string, gno int64) gtid.MySQLGTID {
+// MySQLGTIDFromEvent builds a MySQL GTID from a GTID event's fields.
+func MySQLGTIDFromEvent(sid []byte, tag string, gno int64) gtid.MySQLGTID {
 	var g gtid.MySQLGTID
 	copy(g.SID[:], sid)
 	g.Tag = tag

@@ -42,8 +42,8 @@ type groupTracker struct {
 	state groupState
 }
 
-// isGTIDEvent reports whether the event type opens a group.
-func isGTIDEvent(t replication.EventType) bool {
+// IsGTIDEvent reports whether the event type opens a group.
+func IsGTIDEvent(t replication.EventType) bool {
 	switch t {
 	case replication.MARIADB_GTID_EVENT, replication.GTID_EVENT, replication.ANONYMOUS_GTID_EVENT, replication.GTID_TAGGED_LOG_EVENT:
 		return true
@@ -51,8 +51,8 @@ func isGTIDEvent(t replication.EventType) bool {
 	return false
 }
 
-// isContextEvent reports whether the event only sets context for the statement that follows it.
-func isContextEvent(t replication.EventType) bool {
+// IsContextEvent reports whether the event only sets context for the statement that follows it.
+func IsContextEvent(t replication.EventType) bool {
 	switch t {
 	case replication.INTVAR_EVENT, replication.RAND_EVENT, replication.USER_VAR_EVENT,
 		replication.MARIADB_ANNOTATE_ROWS_EVENT, replication.ROWS_QUERY_EVENT:
@@ -85,7 +85,7 @@ func (g *groupTracker) add(ev *replication.BinlogEvent) (groupCut, error) {
 	t := ev.Header.EventType
 	switch g.state {
 	case outsideGroup:
-		if isGTIDEvent(t) {
+		if IsGTIDEvent(t) {
 			g.state = afterGTID
 			// A MariaDB GTID event stands for BEGIN unless the group is a standalone statement.
 			if e, ok := ev.Event.(*replication.MariadbGTIDEvent); ok && !e.IsStandalone() {
@@ -93,15 +93,15 @@ func (g *groupTracker) add(ev *replication.BinlogEvent) (groupCut, error) {
 			}
 			return cutInside, nil
 		}
-		if isControlEvent(t) {
+		if IsControlEvent(t) {
 			return cutControl, nil
 		}
 		return cutControl, fmt.Errorf("%s event at source position %d is outside any GTID event group", t, ev.Header.LogPos)
 	case afterGTID:
-		if isGTIDEvent(t) {
+		if IsGTIDEvent(t) {
 			return cutInside, fmt.Errorf("GTID event at source position %d opens a group before the previous one ended", ev.Header.LogPos)
 		}
-		if isContextEvent(t) {
+		if IsContextEvent(t) {
 			return cutInside, nil
 		}
 		if isQuery(ev.Event, "BEGIN") {
@@ -111,7 +111,7 @@ func (g *groupTracker) add(ev *replication.BinlogEvent) (groupCut, error) {
 		g.state = outsideGroup
 		return cutComplete, nil
 	default: // inTransaction
-		if isGTIDEvent(t) {
+		if IsGTIDEvent(t) {
 			return cutInside, fmt.Errorf("GTID event at source position %d opens a group before the previous one committed", ev.Header.LogPos)
 		}
 		if t == replication.XID_EVENT || t == xaPrepareEvent || isQuery(ev.Event, "COMMIT", "ROLLBACK") {
@@ -125,8 +125,8 @@ func (g *groupTracker) add(ev *replication.BinlogEvent) (groupCut, error) {
 // open reports whether a group has begun and not ended.
 func (g *groupTracker) open() bool { return g.state != outsideGroup }
 
-// isControlEvent reports whether the event type describes the stream rather than data.
-func isControlEvent(t replication.EventType) bool {
+// IsControlEvent reports whether the event type describes the stream rather than data.
+func IsControlEvent(t replication.EventType) bool {
 	switch t {
 	case replication.FORMAT_DESCRIPTION_EVENT, replication.ROTATE_EVENT, replication.STOP_EVENT,
 		replication.HEARTBEAT_EVENT, replication.HEARTBEAT_LOG_EVENT_V2, replication.MARIADB_GTID_LIST_EVENT,
