@@ -11,6 +11,7 @@ package analyze
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -235,7 +236,7 @@ func keyLabel(tm *replication.TableMapEvent, key schedule.UniqueKey, row []inter
 	b.WriteByte('(')
 	names := tm.ColumnNameString()
 	for i, col := range key.Columns {
-		if col >= len(row) || row[col] == nil || contains(skipped, col) {
+		if col >= len(row) || row[col] == nil || slices.Contains(skipped, col) {
 			return "", false
 		}
 		if i > 0 {
@@ -247,39 +248,15 @@ func keyLabel(tm *replication.TableMapEvent, key schedule.UniqueKey, row []inter
 		}
 		switch v := row[col].(type) {
 		case []byte:
-			fmt.Fprintf(&b, "%q", fold(string(v), key, i))
+			fmt.Fprintf(&b, "%q", schedule.Comparable(string(v), key.Fold[i], key.Pad[i], key.Prefix[i]))
 		case string:
-			fmt.Fprintf(&b, "%q", fold(v, key, i))
+			fmt.Fprintf(&b, "%q", schedule.Comparable(v, key.Fold[i], key.Pad[i], key.Prefix[i]))
 		default:
 			fmt.Fprint(&b, v)
 		}
 	}
 	b.WriteByte(')')
 	return b.String(), true
-}
-
-func fold(v string, key schedule.UniqueKey, i int) string {
-	if key.Prefix[i] > 0 {
-		if r := []rune(v); len(r) > key.Prefix[i] {
-			v = string(r[:key.Prefix[i]])
-		}
-	}
-	if key.Pad[i] {
-		v = strings.TrimRight(v, " ")
-	}
-	if key.Fold[i] {
-		v = strings.ToLower(v)
-	}
-	return v
-}
-
-func contains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func sharedKeys(a, b map[string]bool) []string {

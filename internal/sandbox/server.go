@@ -409,17 +409,8 @@ func (s *Server) ensureAccounts(ctx context.Context) error {
 		return fmt.Errorf("sandbox server %s: %w", s.Config.Name, err)
 	}
 	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("sandbox server %s: connecting as root: %w", s.Config.Name, err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "SET SESSION sql_log_bin=0"); err != nil {
-		return fmt.Errorf("sandbox server %s: %w", s.Config.Name, err)
-	}
-
-	var stmts []string
-	rows, err := conn.QueryContext(ctx, "SELECT host FROM mysql.user WHERE user=''")
+	stmts := []string{"SET SESSION sql_log_bin=0"}
+	rows, err := db.QueryContext(ctx, "SELECT host FROM mysql.user WHERE user=''")
 	if err != nil {
 		return fmt.Errorf("sandbox server %s: listing anonymous accounts: %w", s.Config.Name, err)
 	}
@@ -443,13 +434,7 @@ func (s *Server) ensureAccounts(ctx context.Context) error {
 	}
 	account(ReplUser, ReplPassword, ReplPrivileges, "")
 	account(ApplierUser, ApplierPassword, "ALL PRIVILEGES", " WITH GRANT OPTION")
-
-	for _, stmt := range stmts {
-		if _, err := conn.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("sandbox server %s: setting up accounts: %s: %w", s.Config.Name, stmt, err)
-		}
-	}
-	return nil
+	return s.Exec(ctx, stmts...)
 }
 
 func quote(s string) string {

@@ -161,9 +161,9 @@ func keyHash(prefix uint64, key UniqueKey, row []interface{}, skipped []int) (ui
 		h = fnvByte(h, 1)
 		switch v := row[col].(type) {
 		case string:
-			h = fnvString(h, comparable(v, key.Fold[i], key.Pad[i], key.Prefix[i]))
+			h = fnvString(h, Comparable(v, key.Fold[i], key.Pad[i], key.Prefix[i]))
 		case []byte:
-			h = fnvString(h, comparable(string(v), key.Fold[i], key.Pad[i], key.Prefix[i]))
+			h = fnvString(h, Comparable(string(v), key.Fold[i], key.Pad[i], key.Prefix[i]))
 		case int8, int16, int32, int64, int:
 			h = fnvUint64(h, uint64(toInt64(v)))
 		case uint8, uint16, uint32, uint64, uint:
@@ -201,10 +201,10 @@ func fnvUint64(h, v uint64) uint64 {
 	return h
 }
 
-// comparable reduces a string to what the index compares. Folding is
+// Comparable reduces a string to what the index compares. Folding is
 // deliberately coarse (lower case, accents dropped): two strings the index
 // tells apart may hash alike, which only costs parallelism, never safety.
-func comparable(v string, fold, pad bool, prefix int) string {
+func Comparable(v string, fold, pad bool, prefix int) string {
 	// An index prefix counts characters, or bytes for binary columns. Folded
 	// strings are cut after folding, in characters, since folding changes
 	// lengths; other strings are cut in bytes, never longer than in characters.
