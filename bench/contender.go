@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -34,8 +35,9 @@ type contender struct {
 type runEnv struct {
 	rec     *recording
 	target  *sandbox.Server
-	dir     string // the run's own folder
-	gapless string // the gapless binary
+	dir     string   // the run's own folder
+	gapless string   // the gapless binary
+	extra   []string // more gapless flags, from --gapless-flags
 }
 
 // attempt is the outcome of one contender run.
@@ -45,6 +47,10 @@ type attempt struct {
 	Equal   bool
 	Detail  string // the differing tables when not equal
 	Command string // how the contender was invoked, for reproduction
+	// TargetCPU and ApplierCPU are the CPU seconds the target server and the
+	// applier's own processes (gapless; mariadb-binlog and mariadb) used
+	// during the run; 0 when unknown (MariaDB's replica runs inside the target).
+	TargetCPU, ApplierCPU float64
 }
 
 var gaplessPolicies = []string{"serial", "commit-id", "writeset", "schema", "domain"}
@@ -145,13 +151,13 @@ func (c contender) runMariaDBReplica(ctx context.Context, env runEnv) attempt {
 }
 
 func (c contender) gaplessArgs(env runEnv) []string {
-	return []string{"replicate",
+	return append([]string{"replicate",
 		"--source", env.rec.Primary.URL(sandbox.ReplUser, sandbox.ReplPassword),
 		"--target", env.target.URL(sandbox.ApplierUser, sandbox.ApplierPassword),
 		"--start-position", env.rec.Start, "--until", env.rec.End,
 		"--workers", strconv.Itoa(c.Workers), "--policy", c.Policy, "--commit-order", "strict",
 		"--progress", "0", "--relay-dir", filepath.Join(env.dir, "relay"),
-	}
+	}, env.extra...)
 }
 
 // runGapless times the gapless process from its start to its exit at --until.
@@ -167,7 +173,7 @@ func (c contender) runGapless(ctx context.Context, env runEnv) attempt {
 	if err != nil {
 		return attempt{Err: fmt.Errorf("gapless replicate: %w: %s", err, lastLines(out.String(), 8)), Command: command}
 	}
-	return attempt{Seconds: elapsed, Command: command}
+	return attempt{Seconds: elapsed, Command: command, ApplierCPU: cpuSeconds(cmd.ProcessState)}
 }
 
 // runMariaDBBinlog times mariadb-binlog --start-position=START over the
@@ -210,5 +216,37 @@ func (c contender) runMariaDBBinlog(ctx context.Context, env runEnv) attempt {
 	if err := errors.Join(errs...); err != nil {
 		return attempt{Err: err, Command: command}
 	}
-	return attempt{Seconds: elapsed, Command: command}
+	return attempt{Seconds: elapsed, Command: command, ApplierCPU: cpuSeconds(dump.ProcessState) + cpuSeconds(load.ProcessState)}
+}
+
+func cpuSeconds(ps *os.ProcessState) float64 {
+	if ps == nil {
+		return 0
+	}
+	return (ps.UserTime() + ps.SystemTime()).Seconds()
+}
+
+// serverCPU is the CPU seconds a running server has used so far, from
+// /proc/PID/stat (utime and stime, in clock ticks of 1/100 s); 0 if unknown.
+func serverCPU(srv *sandbox.Server) float64 {
+	pid := srv.Pid()
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name in field 2 may hold spaces; fields after it are plain.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseFloat(fields[11], 64)
+	stime, err2 := strconv.ParseFloat(fields[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return (utime + stime) / 100
 }

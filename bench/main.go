@@ -47,6 +47,7 @@ type options struct {
 	fast        bool
 	scale       float64
 	gapless     string
+	gaplessArgs string
 	outDir      string
 	name        string
 	workDir     string
@@ -64,6 +65,7 @@ func main() {
 	flag.BoolVar(&o.fast, "fast", false, "non-durable targets: innodb_flush_log_at_trx_commit=2, sync_binlog=0")
 	flag.Float64Var(&o.scale, "scale", 1, "multiply every workload's transaction count")
 	flag.StringVar(&o.gapless, "gapless", "bin/gapless", "the gapless binary")
+	flag.StringVar(&o.gaplessArgs, "gapless-flags", "", "more flags for every gapless run, space-separated (for experiments: \"--batch 1\")")
 	flag.StringVar(&o.outDir, "out", "bench/results", "folder for the report and chart")
 	flag.StringVar(&o.name, "name", "", "report name: results are <date>-<name>.md and .png (default: full; --quick: quick)")
 	flag.StringVar(&o.workDir, "workdir", "", "folder for the servers' data (default: a new folder in the temp dir, removed at the end)")
@@ -286,7 +288,7 @@ func (a attempt) summary() string {
 	case !a.Equal:
 		return fmt.Sprintf("%.1f s, DIVERGED: %s", a.Seconds, a.Detail)
 	default:
-		return fmt.Sprintf("%.1f s, equal", a.Seconds)
+		return fmt.Sprintf("%.1f s, equal; CPU: target %.1f s, applier %.1f s", a.Seconds, a.TargetCPU, a.ApplierCPU)
 	}
 }
 
@@ -299,7 +301,11 @@ func runOnce(ctx context.Context, fl *fleet, o options, rec *recording, c conten
 		return attempt{Err: err}, false
 	}
 	runCtx, cancel := context.WithTimeout(ctx, o.runTimeout)
-	a := c.run(runCtx, runEnv{rec: rec, target: tgt, dir: dir, gapless: gaplessBin})
+	cpuBefore := serverCPU(tgt)
+	a := c.run(runCtx, runEnv{rec: rec, target: tgt, dir: dir, gapless: gaplessBin, extra: strings.Fields(o.gaplessArgs)})
+	if cpuAfter := serverCPU(tgt); cpuBefore > 0 && cpuAfter > 0 {
+		a.TargetCPU = cpuAfter - cpuBefore
+	}
 	cancel()
 	if a.Err == nil {
 		a.Equal, a.Detail, a.Err = compare(ctx, rec.Primary, tgt)

@@ -171,6 +171,12 @@ func (s *Server) Running() bool {
 	return ok
 }
 
+// Pid is the running mariadbd's process id, 0 when it is not running.
+func (s *Server) Pid() int {
+	pid, _ := s.runningPid()
+	return pid
+}
+
 // Start starts the server again after Stop or Kill, on the same datadir and
 // port. It does nothing but wait for readiness if the server is running.
 func (s *Server) Start(ctx context.Context) error {

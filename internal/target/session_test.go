@@ -1,0 +1,45 @@
+package target
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRowBatcherBoundsTableMaps checks that BINLOG statements end at a
+// statement boundary once they hold maxTableMaps table maps, and that a
+// statement's own table maps and rows stay together.
+func TestRowBatcherBoundsTableMaps(t *testing.T) {
+	b := rowBatcher{limit: 1 << 20}
+	var stmts []string
+	statements := 3*maxTableMaps + 1
+	for i := 0; i < statements; i++ {
+		// Each statement maps two tables and writes one rows event.
+		stmts = b.addTableMap(stmts, []byte("m1"))
+		stmts = b.addTableMap(stmts, []byte("m2"))
+		stmts = b.addRows(stmts, []byte("rows"), true)
+	}
+	stmts = b.flush(stmts)
+	perStatement := maxTableMaps / 2
+	if want := (statements + perStatement - 1) / perStatement; len(stmts) != want {
+		t.Fatalf("%d statements of 2 table maps made %d BINLOG statements, want %d", statements, len(stmts), want)
+	}
+	for i, s := range stmts {
+		if !strings.HasPrefix(s, "BINLOG '") {
+			t.Fatalf("statement %d is not a BINLOG statement: %.40s", i, s)
+		}
+	}
+}
+
+// TestRowBatcherKeepsSmallStatementsTogether checks that a few statements
+// share one BINLOG statement, so a small transaction is one round trip.
+func TestRowBatcherKeepsSmallStatementsTogether(t *testing.T) {
+	b := rowBatcher{limit: 1 << 20}
+	var stmts []string
+	for i := 0; i < maxTableMaps-1; i++ {
+		stmts = b.addTableMap(stmts, []byte("m"))
+		stmts = b.addRows(stmts, []byte("rows"), true)
+	}
+	if stmts = b.flush(stmts); len(stmts) != 1 {
+		t.Fatalf("%d small statements made %d BINLOG statements, want 1", maxTableMaps-1, len(stmts))
+	}
+}
