@@ -51,6 +51,7 @@ type attempt struct {
 	// applier's own processes (gapless; mariadb-binlog and mariadb) used
 	// during the run; 0 when unknown (MariaDB's replica runs inside the target).
 	TargetCPU, ApplierCPU float64
+	MachineBusy           float64 // share of all cores busy during the run, whoever used them
 }
 
 var gaplessPolicies = []string{"serial", "commit-id", "writeset", "schema", "domain"}
@@ -173,6 +174,10 @@ func (c contender) runGapless(ctx context.Context, env runEnv) attempt {
 	if err != nil {
 		return attempt{Err: fmt.Errorf("gapless replicate: %w: %s", err, lastLines(out.String(), 8)), Command: command}
 	}
+	if len(env.extra) > 0 {
+		// An experiment: show what gapless said about its run.
+		fmt.Println(lastLines(out.String(), 4))
+	}
 	return attempt{Seconds: elapsed, Command: command, ApplierCPU: cpuSeconds(cmd.ProcessState)}
 }
 
@@ -249,4 +254,23 @@ func serverCPU(srv *sandbox.Server) float64 {
 		return 0
 	}
 	return (utime + stime) / 100
+}
+
+// machineBusy reads /proc/stat's first line: the busy and total clock ticks of
+// every core so far, for the share of the machine a run kept busy.
+func machineBusy() (busy, total float64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line)
+	for i, f := range fields[1:] {
+		v, _ := strconv.ParseFloat(f, 64)
+		total += v
+		if i != 3 && i != 4 { // idle and iowait
+			busy += v
+		}
+	}
+	return busy, total
 }

@@ -288,7 +288,7 @@ func (a attempt) summary() string {
 	case !a.Equal:
 		return fmt.Sprintf("%.1f s, DIVERGED: %s", a.Seconds, a.Detail)
 	default:
-		return fmt.Sprintf("%.1f s, equal; CPU: target %.1f s, applier %.1f s", a.Seconds, a.TargetCPU, a.ApplierCPU)
+		return fmt.Sprintf("%.1f s, equal; CPU: target %.1f s, applier %.1f s, machine %.0f%% busy", a.Seconds, a.TargetCPU, a.ApplierCPU, 100*a.MachineBusy)
 	}
 }
 
@@ -302,9 +302,13 @@ func runOnce(ctx context.Context, fl *fleet, o options, rec *recording, c conten
 	}
 	runCtx, cancel := context.WithTimeout(ctx, o.runTimeout)
 	cpuBefore := serverCPU(tgt)
+	busy0, total0 := machineBusy()
 	a := c.run(runCtx, runEnv{rec: rec, target: tgt, dir: dir, gapless: gaplessBin, extra: strings.Fields(o.gaplessArgs)})
 	if cpuAfter := serverCPU(tgt); cpuBefore > 0 && cpuAfter > 0 {
 		a.TargetCPU = cpuAfter - cpuBefore
+	}
+	if busy1, total1 := machineBusy(); total1 > total0 {
+		a.MachineBusy = (busy1 - busy0) / (total1 - total0)
 	}
 	cancel()
 	if a.Err == nil {

