@@ -29,6 +29,7 @@ type contender struct {
 	// gapless settings.
 	Policy  string
 	Workers int
+	Binary  string // another gapless binary than --gapless, for comparing builds side by side
 }
 
 // runEnv is what one contender run needs.
@@ -59,7 +60,18 @@ var gaplessPolicies = []string{"serial", "commit-id", "writeset", "schema", "dom
 // parseContender reads an id: mariadb-serial, mariadb-conservative,
 // mariadb-optimistic, gapless-POLICY-WORKERS, or mariadb-binlog. Parallel
 // MariaDB modes use workers threads.
+//
+// A gapless id may end in @PATH to run another gapless binary, so that two
+// builds are compared in one run: gapless-writeset-8@/tmp/old-gapless.
 func parseContender(id string, workers int) (contender, error) {
+	if base, binary, ok := strings.Cut(id, "@"); ok && strings.HasPrefix(base, "gapless-") && binary != "" {
+		c, err := parseContender(base, workers)
+		if err != nil {
+			return c, err
+		}
+		c.ID, c.Label, c.Binary = id, c.Label+" ("+filepath.Base(binary)+")", binary
+		return c, nil
+	}
 	switch id {
 	case "mariadb-serial":
 		return contender{ID: id, Label: "MariaDB replica, serial", Kind: "mariadb", ParallelMode: "conservative"}, nil
@@ -164,8 +176,12 @@ func (c contender) gaplessArgs(env runEnv) []string {
 // runGapless times the gapless process from its start to its exit at --until.
 func (c contender) runGapless(ctx context.Context, env runEnv) attempt {
 	args := c.gaplessArgs(env)
-	command := env.gapless + " " + strings.Join(args, " ")
-	cmd := exec.CommandContext(ctx, env.gapless, args...)
+	binary := env.gapless
+	if c.Binary != "" {
+		binary = c.Binary
+	}
+	command := binary + " " + strings.Join(args, " ")
+	cmd := exec.CommandContext(ctx, binary, args...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	began := time.Now()

@@ -53,6 +53,7 @@ type options struct {
 	workDir     string
 	keepFailed  bool
 	runTimeout  time.Duration
+	predict     bool
 }
 
 func main() {
@@ -71,6 +72,7 @@ func main() {
 	flag.StringVar(&o.workDir, "workdir", "", "folder for the servers' data (default: a new folder in the temp dir, removed at the end)")
 	flag.BoolVar(&o.keepFailed, "keep-failed", false, "leave a failed or diverged run's target and its primary running, and keep the work folder")
 	flag.DurationVar(&o.runTimeout, "run-timeout", 10*time.Minute, "give up on one contender run after this long")
+	flag.BoolVar(&o.predict, "predict", false, "also run gapless analyze --calibrate on each recording and set its predicted speedups beside the measured ones (predict.go)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "bench: unexpected arguments %v\n", flag.Args())
@@ -126,7 +128,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		rp.Workloads = append(rp.Workloads, wr)
-		fmt.Printf("\n## %s: %s\n\n%s\n", w.ID, w.Title, wr.markdownTable())
+		fmt.Printf("\n## %s: %s\n\n%s\n%s", w.ID, w.Title, wr.markdownTable(), wr.predictionTable(o.workers))
 	}
 	rp.Elapsed = time.Since(rp.Began)
 	rp.LoadEnd = loadAverage()
@@ -261,12 +263,15 @@ func benchWorkload(ctx context.Context, fl *fleet, o options, w *workload, cs []
 			if err := ctx.Err(); err != nil {
 				return nil, kept, fmt.Errorf("interrupted: %w", err)
 			}
-			runDir := filepath.Join(dir, "runs", fmt.Sprintf("%s-%d", r.Contender.ID, round))
+			runDir := filepath.Join(dir, "runs", fmt.Sprintf("%s-%d", strings.NewReplacer("/", "_", "@", "_").Replace(r.Contender.ID), round))
 			a, keptRun := runOnce(ctx, fl, o, rec, r.Contender, runDir, gaplessBin)
 			kept = kept || keptRun
 			r.Attempts = append(r.Attempts, a)
 			fmt.Printf("%s run %d %-32s %s\n", w.ID, round, r.Contender.Label, a.summary())
 		}
+	}
+	if o.predict {
+		wr.Prediction = predict(ctx, fl, o, rec, dir, gaplessBin)
 	}
 	if kept {
 		fl.forget(rec.Primary)

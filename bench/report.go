@@ -22,8 +22,9 @@ type result struct {
 
 // workloadResult is one workload's recording and its contenders' results.
 type workloadResult struct {
-	Rec     *recording
-	Results []*result
+	Rec        *recording
+	Results    []*result
+	Prediction *prediction // gapless analyze's, with --predict (predict.go)
 }
 
 // stats summarise the runs that finished and verified equal; only those count.
@@ -160,6 +161,7 @@ func (rp *report) markdown() string {
 			float64(rec.Transactions)/rec.PrimarySeconds, megabytes(rec.BinlogBytes), rec.Start, rec.End)
 		b.WriteString(wr.markdownTable())
 		b.WriteString("\n")
+		b.WriteString(wr.predictionTable(rp.Workers))
 	}
 	if failures := rp.failures(); failures != "" {
 		b.WriteString("## Failures and divergences\n\n")

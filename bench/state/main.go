@@ -81,7 +81,7 @@ func run(n, chunk, workers int) error {
 	}
 	fmt.Printf("written in %s; replicating to %s\n", time.Since(began).Round(time.Second), until)
 
-	tgt, _, err := dburl.Open(sb.TargetURL, map[string]string{"multiStatements": "true", "maxAllowedPacket": "0"})
+	tgt, tgtCfg, err := dburl.Open(sb.TargetURL, map[string]string{"multiStatements": "true", "maxAllowedPacket": "0"})
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func run(n, chunk, workers int) error {
 		Receiver: binlog.ReceiverConfig{Host: src.Host, Port: uint16(src.Port), User: src.User, Password: src.Password, ServerID: 777},
 		Relay:    binlog.RelayOptions{Dir: filepath.Join(dir, "relay")},
 		Target:   tgt,
-		Session:  target.Options{KeepGTID: true, WriteBinlog: true},
+		Session:  target.Options{KeepGTID: true, WriteBinlog: true, Server: tgtCfg},
 		Workers:  workers, Policy: "writeset", CommitOrder: apply.Strict, BatchMax: 32,
 		Until: &pos, Filter: rules,
 		ProgressEvery: 200 * time.Millisecond,

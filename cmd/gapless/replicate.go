@@ -207,7 +207,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		},
 		Relay:       binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize},
 		Target:      tgtDB,
-		Session:     target.Options{KeepGTID: keepGTID, WriteBinlog: writeBinlog},
+		Session:     target.Options{KeepGTID: keepGTID, WriteBinlog: writeBinlog, Server: tgtCfg},
 		Workers:     f.workers,
 		BatchMax:    f.batch,
 		Filter:      rules,

@@ -1,9 +1,11 @@
-// commitlog.go knows which group indexes have committed, and lets workers
+// commitlog.go knows which group indexes have committed, and which have
+// executed and hold their row locks waiting for their turn, and lets workers
 // wait: for their dependencies before they start, and, under strict commit
 // order, for their turn to commit.
 //
 // Invariant: every group index at or below lowWater has committed; above
-// lowWater, exactly those in above have. lowWater only grows.
+// lowWater, exactly those in above have. lowWater only grows. executed holds
+// only group indexes that have not committed.
 package apply
 
 import (
@@ -24,12 +26,13 @@ type commitLog struct {
 	changed  chan struct{} // closed and replaced on every change
 	lowWater int64
 	above    map[int64]bool
+	executed map[int64]bool
 	// dropAbove: transactions above it will not commit (an error stop or a stop); MaxInt64 normally.
 	dropAbove int64
 }
 
 func newCommitLog() *commitLog {
-	return &commitLog{changed: make(chan struct{}), above: make(map[int64]bool), dropAbove: math.MaxInt64}
+	return &commitLog{changed: make(chan struct{}), above: make(map[int64]bool), executed: make(map[int64]bool), dropAbove: math.MaxInt64}
 }
 
 func (l *commitLog) notifyLocked() {
@@ -41,6 +44,7 @@ func (l *commitLog) notifyLocked() {
 func (l *commitLog) commit(gi int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	delete(l.executed, gi)
 	if gi == l.lowWater+1 {
 		l.lowWater = gi
 		for l.above[l.lowWater+1] {
@@ -98,16 +102,43 @@ func (l *commitLog) wait(ctx context.Context, gi int64, yield <-chan struct{}, r
 	}
 }
 
-// waitDeps blocks until every dependency of gi committed.
-func (l *commitLog) waitDeps(ctx context.Context, gi int64, deps []int64) error {
+// execute records that from..to have executed and hold their locks until
+// they commit (done true), or that they rolled back (done false).
+func (l *commitLog) execute(from, to int64, done bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for gi := from; gi <= to; gi++ {
+		switch {
+		case !done:
+			delete(l.executed, gi)
+		case !l.committedLocked(gi):
+			l.executed[gi] = true
+		}
+	}
+	l.notifyLocked()
+}
+
+// waitDeps blocks until every dependency of gi committed or, when executed
+// is true, at least executed: a transaction that has executed holds the
+// locks of every row it changed, so a later one that meets them waits in
+// the target until it commits, and the later one's execution overlaps the
+// earlier one's wait for its turn and its commit.
+func (l *commitLog) waitDeps(ctx context.Context, gi int64, deps []int64, executed bool) error {
 	return l.wait(ctx, gi, nil, func() bool {
 		for _, d := range deps {
-			if !l.committedLocked(d) {
+			if !l.committedLocked(d) && !(executed && l.executed[d]) {
 				return false
 			}
 		}
 		return true
 	})
+}
+
+// turn reports whether everything before gi has committed.
+func (l *commitLog) turn(gi int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lowWater >= gi-1
 }
 
 // waitTurn blocks until everything before gi committed (strict commit order).

@@ -60,7 +60,7 @@ func TestCommitLogDependenciesDropAndYield(t *testing.T) {
 	l := newCommitLog()
 	ctx := context.Background()
 	done := make(chan error, 1)
-	go func() { done <- l.waitDeps(ctx, 9, []int64{2, 7}) }()
+	go func() { done <- l.waitDeps(ctx, 9, []int64{2, 7}, false) }()
 	l.commit(7)
 	select {
 	case <-done:
@@ -102,5 +102,46 @@ func TestByteBudget(t *testing.T) {
 	}
 	if err := b.take(ctx, 40); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCommitLogExecutedDependencies checks that under strict order a job may
+// start once its dependencies have executed, that a rollback takes that
+// back, and that causal order still waits for the commit.
+func TestCommitLogExecutedDependencies(t *testing.T) {
+	l := newCommitLog()
+	ctx := context.Background()
+	started := func(executed bool) chan error {
+		done := make(chan error, 1)
+		go func() { done <- l.waitDeps(ctx, 10, []int64{3, 4}, executed) }()
+		return done
+	}
+	blocked := func(done chan error, why string) {
+		t.Helper()
+		select {
+		case err := <-done:
+			t.Fatalf("waitDeps returned (%v) %s", err, why)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+
+	l.execute(3, 4, true)
+	l.execute(3, 4, false) // rolled back: no longer holds its locks
+	early := started(true)
+	blocked(early, "after its dependencies rolled back")
+	l.execute(3, 4, true)
+	if err := <-early; err != nil {
+		t.Fatal(err)
+	}
+
+	causal := started(false)
+	blocked(causal, "with its dependencies executed but not committed")
+	l.commit(3)
+	l.commit(4)
+	if err := <-causal; err != nil {
+		t.Fatal(err)
+	}
+	if len(l.executed) != 0 {
+		t.Fatalf("committed transactions still listed as executed: %v", l.executed)
 	}
 }

@@ -6,6 +6,12 @@
 // moves until innodb_lock_wait_timeout. The watchdog looks at the target's
 // lock waits while some worker has been executing for a while, and tells the
 // later transaction to roll back and run again at its turn.
+//
+// A later transaction may also be executing still, itself waiting for the
+// lock of a transaction that waits for its turn: jobs start as soon as their
+// dependencies have executed, so such waits are normal. If an earlier
+// transaction then needs one of its locks (it had to run again), the later
+// one's statement is killed (KILL QUERY): it rolls back and runs again.
 package apply
 
 import (
@@ -75,6 +81,7 @@ func (r *Replica) breakLockCycles(ctx context.Context) {
 		return
 	}
 	defer rows.Close()
+	var kills []int64
 	for rows.Next() {
 		var waiter, blocker int64
 		if rows.Scan(&waiter, &blocker) != nil {
@@ -85,12 +92,21 @@ func (r *Replica) breakLockCycles(ctx context.Context) {
 		if !okA || !okB || b.gi <= a.gi {
 			continue
 		}
-		if st, _, _ := b.w.snapshot(); st.State != StateWaitingCommit {
-			continue
+		switch st, _, _ := b.w.snapshot(); st.State {
+		case StateWaitingCommit:
+			select {
+			case b.w.yield <- struct{}{}:
+			default:
+			}
+		case StateApplying:
+			kills = append(kills, blocker)
 		}
-		select {
-		case b.w.yield <- struct{}{}:
-		default:
+	}
+	rows.Close()
+	for _, conn := range kills {
+		r.log.Info("interrupting a later transaction that holds a lock an earlier one waits for", "connection", conn)
+		if _, err := r.cfg.Target.ExecContext(ctx, "KILL QUERY ?", conn); err != nil {
+			r.log.Debug("watchdog: cannot interrupt", "connection", conn, "error", err)
 		}
 	}
 }

@@ -155,8 +155,16 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 	txn := j.lastTxn()
 	// The transaction in flight always finishes; only waits end early.
 	run := context.WithoutCancel(ctx)
+	// Under strict order a job of row transactions starts once its
+	// dependencies have executed: their row locks make it wait in the target
+	// where it meets them. Anything else starts once they have committed: a
+	// DDL or a write to a non-transactional table is in the target's binlog
+	// as soon as it has executed, so it must not pass an earlier commit; and
+	// under causal order nothing would break a lock wait if a dependency had
+	// to run again.
+	early := strict && rowTransactions(j.txns)
 	w.setState(StateWaitingDeps, j)
-	if err := clog.waitDeps(run, j.gi, j.deps); err != nil {
+	if err := clog.waitDeps(run, j.gi, j.deps, early); err != nil {
 		return err
 	}
 	if !strict {
@@ -165,6 +173,18 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		}
 	}
 	retries := 0
+	// lateRetry: a job that failed after starting beside its dependencies
+	// runs once more after everything before it has committed, so that an
+	// error is only ever reported from the order the source had.
+	lateRetry := early
+	executed := false
+	release := func() {
+		if executed {
+			clog.execute(j.gi, j.last(), false)
+			executed = false
+		}
+	}
+	defer release()
 	for {
 		if w.session == nil {
 			w.setState(StateReconnecting, j)
@@ -195,10 +215,21 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			// A standalone statement commits before its checkpoint: it may be on the target already.
 			skip, err = w.session.InBinlog(run, txn)
 		}
+		// Whose turn it already is (always so with causal order) commits
+		// in the same round trip as it executes.
+		commitNow := !skip && (!strict || clog.turn(j.gi))
 		if !skip && err == nil {
-			err = w.session.Execute(run, j.txns, stmt)
+			if commitNow {
+				err = w.session.Apply(run, j.txns, stmt)
+			} else {
+				err = w.session.Execute(run, j.txns, stmt)
+			}
 		}
-		if err == nil && strict {
+		if err == nil && strict && !commitNow {
+			if early {
+				clog.execute(j.gi, j.last(), true)
+				executed = true
+			}
 			w.drainYield()
 			w.setState(StateWaitingCommit, j)
 			err = clog.waitTurn(run, j.gi, w.yield)
@@ -206,6 +237,7 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			case errors.Is(err, errYield):
 				w.log.Info("rolled back to let an earlier transaction take its lock", "gtid", txn.GTID())
 				w.session.Rollback(run)
+				release()
 				w.setState(StateRetrying, j)
 				if err := clog.waitTurn(run, j.gi, nil); err != nil {
 					return err
@@ -216,17 +248,19 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 				return err
 			}
 		}
-		if err == nil {
-			if skip {
-				err = w.session.Skip(run, txn, stmt)
-			} else {
-				err = w.session.Commit(run, txn)
-			}
+		switch {
+		case err != nil || commitNow:
+		case skip:
+			err = w.session.Skip(run, txn, stmt)
+		default:
+			err = w.session.Commit(run, txn)
 		}
 		if err == nil {
+			executed = false
 			w.committed(j)
 			return nil
 		}
+		release()
 		var ae *target.ApplyError
 		if !errors.As(err, &ae) {
 			return err
@@ -236,11 +270,26 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			w.close()
 			continue
 		}
+		if target.Interrupted(ae.Err) {
+			// The watchdog broke a lock wait; the statement it interrupted may
+			// have been the COMMIT, so the checkpoint, read on a new
+			// connection, says whether to run the job again.
+			w.close()
+			continue
+		}
 		if ae.Transient() && retries < maxRetries {
 			retries++
 			w.setState(StateRetrying, j)
 			w.log.Info("retrying after a transient target error", "gtid", txn.GTID(), "error", ae.Message, "retry", retries)
 			time.Sleep(time.Duration(retries) * 5 * time.Millisecond)
+			continue
+		}
+		if lateRetry && !ae.Transient() {
+			lateRetry = false
+			w.setState(StateRetrying, j)
+			if err := clog.waitTurn(run, j.gi, nil); err != nil {
+				return err
+			}
 			continue
 		}
 		return ae
@@ -255,6 +304,17 @@ func (w *worker) committed(j *job) {
 			w.mine = append(w.mine, committedTxn{gi: j.gi + int64(i), gtid: txn.MariaDB})
 		}
 	}
+}
+
+// rowTransactions reports whether every transaction of a job is one of row
+// events on transactional tables, which holds its changes until COMMIT.
+func rowTransactions(txns []*binlog.Transaction) bool {
+	for _, txn := range txns {
+		if !target.Batchable(txn) {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *worker) drainYield() {
@@ -293,15 +353,11 @@ func (w *worker) checkpointStatement(j *job) string {
 
 func (w *worker) connect(ctx context.Context) error {
 	w.close()
-	s, err := target.Open(ctx, w.db, w.opts)
+	s, err := target.Open(ctx, w.opts)
 	if err != nil {
 		return err
 	}
-	var id int64
-	if err := s.Conn().QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
-		s.Close()
-		return fmt.Errorf("target: %w", err)
-	}
+	id := s.ConnectionID()
 	w.mu.Lock()
 	w.session, w.connID = s, id
 	w.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	wiremysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
 
 	"gapless/internal/binlog"
@@ -57,9 +58,8 @@ func newApplyError(txn *binlog.Transaction, err error) *ApplyError {
 	if len(ae.Tables) == 0 {
 		ae.Tables = txn.Schemas
 	}
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		ae.Code, ae.Message = me.Number, me.Message
+	if code, msg, ok := serverErr(err); ok {
+		ae.Code, ae.Message = code, msg
 	}
 	return ae
 }
@@ -75,11 +75,22 @@ func statementKind(txn *binlog.Transaction) string {
 }
 
 func errorCode(err error) (uint16, bool) {
+	code, _, ok := serverErr(err)
+	return code, ok
+}
+
+// serverErr is the code and message of an error the server answered, from
+// either client: the apply connection's wire or database/sql's driver.
+func serverErr(err error) (uint16, string, bool) {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
-		return me.Number, true
+		return me.Number, me.Message, true
 	}
-	return 0, false
+	var we *wiremysql.MyError
+	if errors.As(err, &we) {
+		return we.Code, we.Message, true
+	}
+	return 0, "", false
 }
 
 // Lost reports whether err means the connection is gone (the server
@@ -97,6 +108,13 @@ func Lost(err error) bool {
 	}
 	var ne net.Error
 	return errors.As(err, &ne) && !errors.Is(err, context.Canceled)
+}
+
+// Interrupted reports whether err is the target's "query execution was
+// interrupted" (KILL QUERY, which the watchdog uses).
+func Interrupted(err error) bool {
+	code, ok := errorCode(err)
+	return ok && code == 1317
 }
 
 // IsTransient reports whether trying the same transaction again may succeed.

@@ -12,15 +12,15 @@ package target
 import (
 	"bytes"
 	"context"
-	"database/sql"
-	"database/sql/driver"
 	"encoding/base64"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"gapless/internal/binlog"
+	"gapless/internal/dburl"
 	"gapless/internal/gtid"
 )
 
@@ -34,11 +34,13 @@ type Options struct {
 	WriteBinlog bool
 	// MaxStatement bounds one round trip in bytes (0: the target's max_allowed_packet less a margin).
 	MaxStatement int
+	// Server is the target's address and credentials.
+	Server dburl.Config
 }
 
 // Session applies transactions over one target connection.
 type Session struct {
-	conn         *sql.Conn
+	conn         *wire
 	opts         Options
 	maxStatement int
 
@@ -48,24 +50,28 @@ type Session struct {
 	tail   []string             // statements that commit the transaction Execute left open
 }
 
-// Open takes a connection from db and prepares it for applying.
-func Open(ctx context.Context, db *sql.DB, opts Options) (*Session, error) {
-	conn, err := db.Conn(ctx)
+// Open connects to the target and prepares the connection for applying.
+func Open(ctx context.Context, opts Options) (*Session, error) {
+	conn, err := dial(ctx, opts.Server)
 	if err != nil {
 		return nil, fmt.Errorf("target connection: %w", err)
 	}
 	s := &Session{conn: conn, opts: opts}
-	if err := s.prepare(ctx); err != nil {
-		conn.Close()
+	if err := s.prepare(); err != nil {
+		conn.close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Session) prepare(ctx context.Context) error {
-	var maxPacket int
-	if err := s.conn.QueryRowContext(ctx, "SELECT @@max_allowed_packet").Scan(&maxPacket); err != nil {
+func (s *Session) prepare() error {
+	text, err := s.conn.queryString("SELECT @@max_allowed_packet")
+	if err != nil {
 		return fmt.Errorf("target: read max_allowed_packet: %w", err)
+	}
+	maxPacket, err := strconv.Atoi(text)
+	if err != nil {
+		return fmt.Errorf("target: max_allowed_packet %q: %w", text, err)
 	}
 	s.maxStatement = s.opts.MaxStatement
 	if s.maxStatement <= 0 {
@@ -79,7 +85,7 @@ func (s *Session) prepare(ctx context.Context) error {
 	if s.opts.KeepGTID {
 		setup += ", @@session.gtid_domain_id=@@global.gtid_domain_id, @@session.server_id=@@global.server_id"
 	}
-	if _, err := s.conn.ExecContext(ctx, setup); err != nil {
+	if err := s.conn.exec([]string{setup}); err != nil {
 		return privilegeHint(fmt.Errorf("target: prepare the apply session: %w", err))
 	}
 	return nil
@@ -93,19 +99,16 @@ func privilegeHint(err error) error {
 	return err
 }
 
-// Close returns the connection.
-// Close discards the connection rather than returning it to the pool: its
-// session variables (sql_log_bin, server_id, sql_mode, the default database,
-// a fixed timestamp, ...) are the source's, and must not leak into another
-// user of the pool.
+// Close closes the connection. It belongs to the session alone, so the
+// source's session variables it holds (sql_log_bin, server_id, sql_mode, a
+// fixed timestamp, ...) end with it.
 func (s *Session) Close() error {
-	s.conn.Raw(func(any) error { return driver.ErrBadConn })
-	s.conn.Close()
+	s.conn.close()
 	return nil
 }
 
-// Conn is the session's connection, for the checkpoint's own statements.
-func (s *Session) Conn() *sql.Conn { return s.conn }
+// ConnectionID is the target's id of the session's connection.
+func (s *Session) ConnectionID() int64 { return s.conn.connectionID() }
 
 // Forget drops what the session believes the server holds; the next
 // transaction sets everything again.
@@ -115,13 +118,11 @@ func (s *Session) Forget() {
 	s.db = ""
 }
 
-// Apply executes and commits txn, with the checkpoint statement inside the
-// same target transaction. On error the target transaction is rolled back.
-func (s *Session) Apply(ctx context.Context, txn *binlog.Transaction, checkpoint string) error {
-	if err := s.Execute(ctx, []*binlog.Transaction{txn}, checkpoint); err != nil {
-		return err
-	}
-	return s.Commit(ctx, txn)
+// Apply executes and commits txns (one, or a batch of Batchable ones), the
+// checkpoint statement included, in one round trip. On error the target
+// transaction is rolled back.
+func (s *Session) Apply(ctx context.Context, txns []*binlog.Transaction, checkpoint string) error {
+	return s.execute(txns, checkpoint, true)
 }
 
 // Execute runs txns (one, or a batch of Batchable ones) up to their commit,
@@ -129,18 +130,20 @@ func (s *Session) Apply(ctx context.Context, txn *binlog.Transaction, checkpoint
 // for Commit. A standalone statement (DDL) commits on its own here; its
 // checkpoint waits for Commit.
 func (s *Session) Execute(ctx context.Context, txns []*binlog.Transaction, checkpoint string) error {
+	return s.execute(txns, checkpoint, false)
+}
+
+func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit bool) error {
 	first := txns[0]
+	// The server reads row events by the format description it was given
+	// last; a new one goes first, in the same round trip.
+	var format []string
 	if !bytes.Equal(s.format, first.Format.Raw) {
-		// The server answers a format description BINLOG statement without
-		// saying whether more results follow, so it travels alone.
 		if len(first.Format.Raw) == 0 {
 			return fmt.Errorf("%s has no format description event before it", first)
 		}
-		if _, err := s.conn.ExecContext(ctx, binlogStatement([][]byte{first.Format.Raw})); err != nil {
-			s.Forget()
-			return newApplyError(first, privilegeHint(err))
-		}
-		s.format = first.Format.Raw
+		s.format = nil
+		format = []string{binlogStatement([][]byte{first.Format.Raw})}
 	}
 	var body, tail []string
 	var err error
@@ -152,11 +155,20 @@ func (s *Session) Execute(ctx context.Context, txns []*binlog.Transaction, check
 	if err != nil {
 		return err
 	}
-	s.tail = tail
-	if err := s.run(ctx, body); err != nil {
-		s.Rollback(ctx)
+	script := append(format, body...)
+	if commit {
+		script = append(script, tail...)
+	} else {
+		s.tail = tail
+	}
+	if err := s.run(script); err != nil {
+		s.Rollback(context.Background())
+		if format != nil {
+			err = privilegeHint(err)
+		}
 		return newApplyError(txns[len(txns)-1], err)
 	}
+	s.format = first.Format.Raw
 	return nil
 }
 
@@ -210,7 +222,7 @@ func (s *Session) batchScript(txns []*binlog.Transaction, checkpoint string) (bo
 func (s *Session) Commit(ctx context.Context, txn *binlog.Transaction) error {
 	tail := s.tail
 	s.tail = nil
-	if err := s.run(ctx, tail); err != nil {
+	if err := s.run(tail); err != nil {
 		s.Rollback(ctx)
 		return newApplyError(txn, err)
 	}
@@ -221,43 +233,25 @@ func (s *Session) Commit(ctx context.Context, txn *binlog.Transaction) error {
 func (s *Session) Rollback(ctx context.Context) {
 	s.tail = nil
 	s.Forget()
-	s.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+	s.conn.exec([]string{"ROLLBACK"})
 }
 
-// run sends the statements in as few round trips as the server allows: a
-// packet holds up to max_allowed_packet bytes, and ends after a BINLOG
-// statement, since the server answers one without saying whether more
-// results follow.
-func (s *Session) run(ctx context.Context, script []string) error {
-	var batch strings.Builder
-	flush := func() error {
-		if batch.Len() == 0 {
-			return nil
-		}
-		_, err := s.conn.ExecContext(ctx, batch.String())
-		batch.Reset()
-		return err
-	}
-	for _, stmt := range script {
+// run sends the statements in as few round trips as max_allowed_packet allows.
+func (s *Session) run(script []string) error {
+	from, size := 0, 0
+	for i, stmt := range script {
 		if len(stmt) > s.maxStatement {
 			return fmt.Errorf("a statement of %d bytes exceeds the target's max_allowed_packet; raise it", len(stmt))
 		}
-		if batch.Len() > 0 && batch.Len()+len(stmt)+2 > s.maxStatement {
-			if err := flush(); err != nil {
+		if i > from && size+len(stmt)+2 > s.maxStatement {
+			if err := s.conn.exec(script[from:i]); err != nil {
 				return err
 			}
+			from, size = i, 0
 		}
-		if batch.Len() > 0 {
-			batch.WriteString(";\n")
-		}
-		batch.WriteString(stmt)
-		if strings.HasPrefix(stmt, "BINLOG ") {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
+		size += len(stmt) + 2
 	}
-	return flush()
+	return s.conn.exec(script[from:])
 }
 
 // script lists the statements that apply txn: body runs it up to its
@@ -489,8 +483,8 @@ func (s *Session) InBinlog(ctx context.Context, txn *binlog.Transaction) (bool, 
 	if !s.opts.KeepGTID || txn.Flavor != binlog.FlavorMariaDB {
 		return false, nil
 	}
-	var text string
-	if err := s.conn.QueryRowContext(ctx, "SELECT @@global.gtid_binlog_pos").Scan(&text); err != nil {
+	text, err := s.conn.queryString("SELECT @@global.gtid_binlog_pos")
+	if err != nil {
 		return false, newApplyError(txn, err)
 	}
 	pos, err := gtid.ParseMariaDBPosition(text)
@@ -502,7 +496,7 @@ func (s *Session) InBinlog(ctx context.Context, txn *binlog.Transaction) (bool, 
 
 // Skip records txn as applied without applying it: only its position is written.
 func (s *Session) Skip(ctx context.Context, txn *binlog.Transaction, checkpoint string) error {
-	if err := s.run(ctx, s.ownTransaction(checkpoint)); err != nil {
+	if err := s.run(s.ownTransaction(checkpoint)); err != nil {
 		s.Rollback(ctx)
 		return newApplyError(txn, err)
 	}

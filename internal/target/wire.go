@@ -1,0 +1,199 @@
+// This file owns the apply connection's wire: one target connection that
+// sends a whole script as one multi-statement packet and reads exactly one
+// result per statement.
+//
+// Why not database/sql: MariaDB answers a BINLOG statement of row events
+// without the "more results" flag even when statements follow it in the
+// same packet, though it goes on to run them and answer each. A driver that
+// trusts the flag stops reading there and finds the rest as garbage on its
+// next query, so with it every BINLOG statement had to end a round trip. Here
+// the number of answers comes from the script, not from the flag: a batch
+// of 32 transactions is one round trip instead of a dozen.
+package target
+
+import (
+	"context"
+	"crypto/tls"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"gapless/internal/dburl"
+)
+
+// wire is one target connection.
+type wire struct {
+	c *client.Conn
+}
+
+// dialTimeout bounds the TCP connect and the handshake when the URL sets no timeout.
+const dialTimeout = 10 * time.Second
+
+// clientParams are URL parameters that configure a client, not the session;
+// the apply connection needs none of them (or sets them itself).
+var clientParams = map[string]bool{
+	"allowAllFiles": true, "allowCleartextPasswords": true, "allowFallbackToPlaintext": true,
+	"allowNativePasswords": true, "allowOldPasswords": true, "charset": true, "checkConnLiveness": true,
+	"clientFoundRows": true, "collation": true, "columnsWithAlias": true, "compress": true,
+	"connectionAttributes": true, "interpolateParams": true, "loc": true, "maxAllowedPacket": true,
+	"multiStatements": true, "parseTime": true, "readTimeout": true, "rejectReadOnly": true,
+	"serverPubKey": true, "timeTruncate": true, "writeTimeout": true,
+}
+
+// dial opens an apply connection to cfg's server. The URL's tls and timeout
+// parameters apply; any other parameter that is not a client setting is a
+// session variable, set after login.
+func dial(ctx context.Context, cfg dburl.Config) (*wire, error) {
+	timeout := dialTimeout
+	if v, ok := cfg.Params["timeout"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return nil, fmt.Errorf("URL parameter timeout=%s: %v", v, err)
+		}
+		timeout = d
+	}
+	var tlsConfig *tls.Config
+	switch v := cfg.Params["tls"]; v {
+	case "", "false":
+	case "true":
+		tlsConfig = &tls.Config{ServerName: cfg.Host}
+	case "skip-verify", "preferred":
+		tlsConfig = &tls.Config{InsecureSkipVerify: true}
+	default:
+		return nil, fmt.Errorf("URL parameter tls=%s: want true, skip-verify, preferred or false", v)
+	}
+	dialer := &net.Dialer{Timeout: timeout}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := client.ConnectWithDialer(dctx, "tcp", cfg.Addr(), cfg.User, cfg.Password, "", dialer.DialContext,
+		func(c *client.Conn) error {
+			c.SetCapability(mysql.CLIENT_MULTI_STATEMENTS)
+			c.SetCapability(mysql.CLIENT_MULTI_RESULTS)
+			if tlsConfig != nil {
+				c.SetTLSConfig(tlsConfig)
+			}
+			return c.SetCollation("utf8mb4_general_ci")
+		})
+	if err != nil {
+		return nil, connError(err)
+	}
+	w := &wire{c: c}
+	var set []string
+	for k, v := range cfg.Params {
+		if k != "tls" && k != "timeout" && !clientParams[k] {
+			set = append(set, "SET @@session."+k+"="+v)
+		}
+	}
+	if err := w.exec(set); err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// exec sends stmts as one packet and reads one answer for each. The server
+// stops at the first statement that fails and answers nothing after its
+// error, so the error is the last answer.
+func (w *wire) exec(stmts []string) error {
+	if len(stmts) == 0 {
+		return nil
+	}
+	n := 0
+	for _, s := range stmts {
+		n += len(s) + 2
+	}
+	// Four bytes of packet header, the command byte, then the script.
+	buf := make([]byte, 5, 5+n)
+	buf[4] = mysql.COM_QUERY
+	for i, s := range stmts {
+		if i > 0 {
+			buf = append(buf, ";\n"...)
+		}
+		buf = append(buf, s...)
+	}
+	w.c.ResetSequence()
+	if err := w.c.WritePacket(buf); err != nil {
+		return connError(err)
+	}
+	for range stmts {
+		if err := w.readOK(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readOK reads one statement's answer: OK, or its error. A result set is
+// read to its end; none of the statements gapless sends returns rows.
+func (w *wire) readOK() error {
+	p, err := w.c.ReadPacket()
+	if err != nil {
+		return connError(err)
+	}
+	switch p[0] {
+	case mysql.OK_HEADER:
+		return nil
+	case mysql.ERR_HEADER:
+		return serverError(w.c.HandleErrorPacket(p))
+	}
+	// A result set: column definitions, rows, each list ended by EOF (or
+	// an OK in the EOF's place).
+	for ends := 0; ends < 2; {
+		if p, err = w.c.ReadPacket(); err != nil {
+			return connError(err)
+		}
+		switch {
+		case p[0] == mysql.ERR_HEADER:
+			return serverError(w.c.HandleErrorPacket(p))
+		case p[0] == mysql.EOF_HEADER && len(p) < 9:
+			ends++
+		}
+	}
+	return nil
+}
+
+// queryString runs a query that returns one row and returns its first column.
+func (w *wire) queryString(query string) (string, error) {
+	r, err := w.c.Execute(query)
+	if err != nil {
+		return "", connError(err)
+	}
+	defer r.Close()
+	if r.RowNumber() == 0 {
+		return "", fmt.Errorf("%s returned no row", query)
+	}
+	return r.GetString(0, 0)
+}
+
+// connectionID is the server's id of this connection.
+func (w *wire) connectionID() int64 { return int64(w.c.GetConnectionID()) }
+
+func (w *wire) close() {
+	w.c.Close()
+}
+
+// connError marks an error of the connection itself (not one the server
+// answered) as driver.ErrBadConn, which Lost recognizes, keeping the text.
+func connError(err error) error {
+	var me *mysql.MyError
+	if errors.As(err, &me) {
+		return serverError(me)
+	}
+	return fmt.Errorf("%w: %v", driver.ErrBadConn, err)
+}
+
+// serverError copies an error the server answered out of the packet buffer
+// it may point into.
+func serverError(err error) error {
+	var me *mysql.MyError
+	if !errors.As(err, &me) {
+		return err
+	}
+	return &mysql.MyError{Code: me.Code, State: strings.Clone(me.State), Message: strings.Clone(me.Message)}
+}
