@@ -22,15 +22,18 @@ import (
 )
 
 type analyzeFlags struct {
-	source, from string
-	last         time.Duration
-	serverID     uint32
-	schemaFrom   string
-	workers      []int
-	policies     []string
-	cost         analyze.CostModel
-	json         bool
-	html         string
+	source, from, until string
+	last                time.Duration
+	serverID            uint32
+	schemaFrom          string
+	workers             []int
+	policies            []string
+	batch               int
+	cost                analyze.CostModel
+	calibrate           string
+	calibrateConns      int
+	json                bool
+	html                string
 }
 
 func newAnalyzeCmd() *cobra.Command {
@@ -40,21 +43,25 @@ func newAnalyzeCmd() *cobra.Command {
 		Short: "How parallel a binlog is, per policy and worker count, and why a replica lags",
 		Long: `Read binlog or relay log files (or a live source's binlog, with a binlog
 dump) and predict, for each dependency policy and worker count, the speedup
-of gapless over serial apply: gapless's own scheduling (the real policies,
-group-index order, strict commit order) is replayed on a model clock where a
-transaction costs
+of gapless over serial apply (gapless replicate --workers 1): gapless's own
+scheduling (the real policies, group-index order, strict commit order, and
+--batch: up to that many consecutive row transactions in one target
+transaction, as a replica catching up applies them) is replayed on a model
+clock where a batch costs
 
-    --cost-txn + rows x --cost-row + KiB x --cost-kib   (in parallel)
+    --cost-txn + rows x --cost-row + KiB x --cost-kib   (in parallel, at most
+                                                         --capacity at once)
   + --cost-commit                                      (serial: the COMMITs
                                                          happen one after another)
 
-The defaults were measured on a non-durable sandbox target; with
-sync_binlog=1 and innodb_flush_log_at_trx_commit=1 on the target, raise
---cost-commit to its fsync latency. The model assumes the target has a core
-for each worker, and does not model batching (--batch of replicate) or
-causal commit order. Measuring the costs on your target (--calibrate) is
-not implemented yet: time gapless replicate --workers 1 --policy serial on
-a sample and set the --cost-* flags from it.
+--capacity is how many batches the target executes at once at full speed:
+its cores, less what gapless and others use on that host (on a 2-core host
+shared with gapless, little more than 1). The defaults were measured on a
+non-durable sandbox target and leave the capacity unlimited; --calibrate URL
+measures every constant on your target instead, by applying a few hundred
+sample transactions in a scratch database (created, then dropped; the user
+needs CREATE and DROP), serially and from --calibrate-connections at once.
+Causal commit order is not modelled.
 
 Then it says why parallelism is lost (source commit groups, barriers,
 tables without a primary key, hot rows, large transactions) and what to
@@ -68,7 +75,8 @@ taken whole (one transaction at a time), which the report says.`,
 		Example: `  gapless analyze /var/lib/mysql/mariadb-bin.0000*
   gapless analyze --json mariadb-bin.000042 > parallelism.json
   gapless analyze --source mysql://repl:repl@db1:3306 --last 15m --html report.html
-  gapless analyze --source mysql://repl:repl@db1:3306 --from 0-1-51253 --schema-from mysql://repl:repl@db1:3306`,
+  gapless analyze --source mysql://repl:repl@db1:3306 --from 0-1-51253 --schema-from mysql://repl:repl@db1:3306
+  gapless analyze --from 0-1-100 --until 0-1-6100 --calibrate mysql://gapless:secret@replica1:3306 mariadb-bin.0000*`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
@@ -77,7 +85,8 @@ taken whole (one transaction at a time), which the report says.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.source, "source", "", "analyze a live source's binlog, read with a binlog dump (user needs REPLICATION SLAVE and BINLOG MONITOR)")
-	fl.StringVar(&f.from, "from", "", "with --source: analyze the transactions after this GTID position")
+	fl.StringVar(&f.from, "from", "", "analyze the transactions after this GTID position (with --source: where the dump starts)")
+	fl.StringVar(&f.until, "until", "", "analyze the transactions up to this GTID position, not those after it")
 	fl.DurationVar(&f.last, "last", 0, "with --source: analyze the transactions of the last DURATION (e.g. 15m)")
 	fl.Uint32Var(&f.serverID, "server-id", 0, "with --source: replica server id of the dump (default: random, above 2^31)")
 	fl.StringVar(&f.schemaFrom, "schema-from", "", "read tables' unique and foreign keys from this server (mysql://user:password@host:port)")
@@ -87,13 +96,53 @@ taken whole (one transaction at a time), which the report says.`,
 	fl.DurationVar(&f.cost.Txn, "cost-txn", f.cost.Txn, "modelled cost of each transaction besides its rows and commit")
 	fl.DurationVar(&f.cost.Row, "cost-row", f.cost.Row, "modelled cost of each row change (0: row images are not decoded unless writeset needs them)")
 	fl.DurationVar(&f.cost.KiB, "cost-kib", f.cost.KiB, "modelled cost of each KiB of binlog events")
+	fl.Float64Var(&f.cost.Capacity, "capacity", f.cost.Capacity, "modelled target capacity: batches it executes at once at full speed (0: unlimited, a core per worker)")
+	fl.IntVar(&f.batch, "batch", analyze.DefaultBatch, "most consecutive transactions a worker applies in one target transaction, as replicate's --batch (1: no batching)")
+	fl.StringVar(&f.calibrate, "calibrate", "", "measure the cost model on this target (mysql://user:password@host:port) with a sample in a scratch database, instead of the --cost-* and --capacity flags")
+	fl.IntVar(&f.calibrateConns, "calibrate-connections", 8, "with --calibrate: connections applying at once to measure the capacity")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON instead of text")
 	fl.StringVar(&f.html, "html", "", "also write the report, with charts, to this HTML file")
 	return cmd
 }
 
 func runAnalyze(ctx context.Context, cmd *cobra.Command, args []string, f analyzeFlags) error {
-	opts := analyze.Options{Workers: f.workers, Policies: f.policies, Cost: f.cost}
+	opts := analyze.Options{Workers: f.workers, Policies: f.policies, Cost: f.cost, Batch: f.batch, From: f.from, Until: f.until}
+	if f.batch < 1 || f.batch > 10000 {
+		return fmt.Errorf("--batch %d: want 1 to 10000", f.batch)
+	}
+	// The input first: a mistake there is said before a calibration runs.
+	var paths []string
+	switch {
+	case f.source != "" && len(args) > 0:
+		return errors.New("give either binlog files or --source, not both")
+	case f.source != "":
+		opts.From = "" // the dump starts there
+	case f.last != 0:
+		return errors.New("--last needs --source (with files, use --from and --until)")
+	case len(args) == 0:
+		return errors.New("give binlog files to analyze (e.g. /var/lib/mysql/mariadb-bin.0000*), or --source URL")
+	default:
+		var err error
+		if paths, err = expandPaths(args); err != nil {
+			return err
+		}
+	}
+	if err := opts.Check(); err != nil {
+		return err
+	}
+	var calibration *analyze.Calibration
+	if f.calibrate != "" {
+		for _, name := range []string{"cost-commit", "cost-txn", "cost-row", "cost-kib", "capacity"} {
+			if cmd.Flags().Changed(name) {
+				return fmt.Errorf("--%s and --calibrate: give one or the other", name)
+			}
+		}
+		var err error
+		if calibration, err = analyze.Calibrate(ctx, f.calibrate, analyze.CalibrateConfig{Connections: f.calibrateConns}); err != nil {
+			return err
+		}
+		opts.Cost = calibration.Cost
+	}
 	if f.schemaFrom != "" {
 		db, _, err := dburl.Open(f.schemaFrom, nil)
 		if err != nil {
@@ -107,25 +156,15 @@ func runAnalyze(ctx context.Context, cmd *cobra.Command, args []string, f analyz
 
 	var report *analyze.Report
 	var err error
-	switch {
-	case f.source != "" && len(args) > 0:
-		return errors.New("give either binlog files or --source, not both")
-	case f.source != "":
+	if f.source != "" {
 		report, err = analyze.Source(ctx, analyze.SourceConfig{URL: f.source, From: f.from, Last: f.last, ServerID: f.serverID}, opts)
-	case f.from != "" || f.last != 0:
-		return errors.New("--from and --last need --source")
-	case len(args) == 0:
-		return errors.New("give binlog files to analyze (e.g. /var/lib/mysql/mariadb-bin.0000*), or --source URL")
-	default:
-		var paths []string
-		if paths, err = expandPaths(args); err != nil {
-			return err
-		}
+	} else {
 		report, err = analyze.Files(ctx, paths, opts)
 	}
 	if err != nil {
 		return err
 	}
+	report.Calibration = calibration
 	if f.html != "" {
 		if err := writeHTMLReport(f.html, report); err != nil {
 			return err

@@ -33,7 +33,13 @@ func advise(r *Report) []string {
 			line += " (at the same workers: " + strings.Join(others, ", ") + ")"
 		}
 		out = append(out, line)
-		if best.BestSpeedup < 1.5 {
+		capacity := r.CostModel.Capacity
+		switch {
+		case capacity > 0 && best.BestSpeedup >= 0.8*capacity:
+			out = append(out, fmt.Sprintf("the target's capacity (%.2f transactions at once, from the cost model) bounds the speedup: more workers will not help, more cores on the target (or gapless on another host) will", capacity))
+		case best.BestSpeedup < 1.5 && r.Batch > 1:
+			out = append(out, fmt.Sprintf("the stream is close to serial under every policy: more workers will not help; see the reasons above. With batches of up to %d transactions (replicate's --batch), a batch waits for an earlier one if any of its members does; batching is then what gains: one worker commits up to %d times less often", r.Batch, r.Batch))
+		case best.BestSpeedup < 1.5:
 			out = append(out, "the stream is close to serial under every policy: more workers will not help; see the reasons above")
 		}
 		if best.TurnWaitShare > 0.3 {

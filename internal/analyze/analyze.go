@@ -31,11 +31,17 @@ var DefaultWorkers = []int{1, 2, 4, 8, 16, 32}
 // DefaultPolicies are the policies simulated (serial is the baseline).
 var DefaultPolicies = []string{"commit-id", "writeset", "schema", "domain"}
 
+// DefaultBatch is gapless replicate's --batch default.
+const DefaultBatch = 32
+
 // Options configure an analysis.
 type Options struct {
 	Workers  []int
 	Policies []string
 	Cost     CostModel
+	// Batch is the most consecutive transactions a worker applies in one
+	// target transaction, as replicate's --batch (0: DefaultBatch; 1: none).
+	Batch int
 	// SchemaFrom is a server holding the tables, for their unique and
 	// foreign keys; nil uses the table maps' primary key metadata.
 	SchemaFrom *sql.DB
@@ -44,7 +50,17 @@ type Options struct {
 	ReferenceWorkers int
 	// Since drops transactions the source wrote before it (zero: none).
 	Since time.Time
+	// From drops the transactions this GTID position contains, and Until
+	// those it does not contain ("": no bound); MariaDB positions or MySQL
+	// GTID sets.
+	From, Until string
+
+	keep txnRange
 }
+
+// Check reports what is wrong with the options, before an analysis (or a
+// calibration) is started with them.
+func (o Options) Check() error { return o.defaults() }
 
 func (o *Options) defaults() error {
 	if len(o.Workers) == 0 {
@@ -53,8 +69,14 @@ func (o *Options) defaults() error {
 	o.Workers = slices.Clone(o.Workers)
 	slices.Sort(o.Workers)
 	o.Workers = slices.Compact(o.Workers)
-	if o.Workers[0] < 1 || o.Workers[len(o.Workers)-1] > ringSize/2 {
-		return fmt.Errorf("worker counts must be between 1 and %d, got %v", ringSize/2, o.Workers)
+	if o.Batch == 0 {
+		o.Batch = DefaultBatch
+	}
+	if o.Batch < 1 || o.Batch > 10000 {
+		return fmt.Errorf("batch %d: want 1 to 10000 transactions", o.Batch)
+	}
+	if o.Workers[0] < 1 || ringSize(o.Workers[len(o.Workers)-1], o.Batch) > maxRing {
+		return fmt.Errorf("worker counts must be between 1 and %d with batches of %d, got %v", maxRing/2/o.Batch, o.Batch, o.Workers)
 	}
 	if len(o.Policies) == 0 {
 		o.Policies = DefaultPolicies
@@ -65,8 +87,18 @@ func (o *Options) defaults() error {
 	if o.Cost.Commit < 0 || o.Cost.Txn < 0 || o.Cost.Row < 0 || o.Cost.KiB < 0 {
 		return fmt.Errorf("cost model constants must not be negative: %s", o.Cost)
 	}
+	if o.Cost.Capacity != 0 && o.Cost.Capacity < 1 {
+		return fmt.Errorf("target capacity %g: want at least 1 (one transaction at full speed), or 0 for unlimited", o.Cost.Capacity)
+	}
 	if o.Cost.Commit+o.Cost.Txn+o.Cost.Row+o.Cost.KiB <= 0 {
 		return errors.New("cost model is all zero: every transaction would cost nothing")
+	}
+	var err error
+	if o.keep.from, err = parsePosition("--from", o.From); err != nil {
+		return err
+	}
+	if o.keep.until, err = parsePosition("--until", o.Until); err != nil {
+		return err
 	}
 	if o.ReferenceWorkers == 0 {
 		o.ReferenceWorkers = 16
@@ -134,7 +166,7 @@ func newAnalyzer(opts Options) (*analyzer, error) {
 	}
 	a.needRows = opts.Cost.Row > 0 || slices.Contains(opts.Policies, "writeset")
 	for _, name := range opts.Policies {
-		r, err := newPolicyRun(name, &keyLookup{source: a.keySource, server: server}, opts.Workers, opts.ReferenceWorkers)
+		r, err := newPolicyRun(name, &keyLookup{source: a.keySource, server: server}, a.opts)
 		if err != nil {
 			return nil, err
 		}
@@ -182,6 +214,8 @@ func (a *analyzer) report(cut *groupCutter) *Report {
 	for _, r := range a.runs {
 		r.finish()
 		report.addPolicy(r, a.opts)
+		// Every policy cuts the same batches: one worker applies them in the same time.
+		report.TotalCostMS = r.sims[0].serial / 1000
 	}
 	report.Advice = advise(report)
 	return report
@@ -267,7 +301,7 @@ func run(ctx context.Context, src eventSource, opts Options) (*Report, error) {
 						b.err = err
 						break
 					}
-					if !opts.Since.IsZero() && t.txn.SourceTime.Before(opts.Since) {
+					if !opts.Since.IsZero() && t.txn.SourceTime.Before(opts.Since) || !opts.keep.keeps(t.txn) {
 						continue
 					}
 					a.prepare(t, dec.keys)

@@ -1,15 +1,19 @@
 // policy.go runs one dependency policy (the real schedule.Policy) over the
-// transactions and feeds its answers to one simulator per worker count; for
-// the writeset policy it also finds which tables and keys made transactions
-// wait.
+// transactions, cuts them into batches as the coordinator does, and feeds
+// the batches to one simulator per worker count; for the writeset policy it
+// also finds which tables and keys made transactions wait.
 //
 // Invariant: the policy is told a transaction committed only once it has
-// committed in every simulation, which under strict commit order is true of
-// gi-window when gi is admitted (window = the most workers simulated), so the
-// policy's answers are the coordinator's for every worker count.
+// committed in every simulation. Under strict commit order, when batch n is
+// dispatched, batch n-workers has committed, and batches hold at most
+// --batch transactions, so gi-lag has committed when gi is admitted (lag =
+// the most workers simulated × batch): the policy's answers are the
+// coordinator's, or name transactions already committed, which costs no
+// simulated time.
 package analyze
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"sort"
@@ -20,7 +24,12 @@ import (
 	"gapless/internal/binlog"
 	"gapless/internal/gtid"
 	"gapless/internal/schedule"
+	"gapless/internal/target"
 )
+
+// targetBatchBytes bounds the source bytes of one batch, as the coordinator's
+// (internal/apply) does: a batch closes once it holds this much.
+const targetBatchBytes = 4 << 20
 
 // Chain is the longest run of transactions each waiting for the one before.
 type Chain struct {
@@ -39,11 +48,18 @@ type policyRun struct {
 	name    string
 	policy  schedule.Policy
 	lookup  *keyLookup
-	window  int64
+	window  int64 // the most workers simulated: the transactions a wait is attributed within
+	lag     int64 // how far behind admission the policy is told of commits
+	ring    int64
 	sims    []*simulator
-	links   [ringSize]chainLink
+	links   []chainLink
 	longest int32
 	longIDs [2]txnID
+
+	batchMax int
+	txnCost  float64  // µs per target transaction: a batch pays it once
+	open     simBatch // the batch being gathered; empty when open.heaviest is nil
+	members  int
 
 	// recent holds the last window transactions, for the writeset waits.
 	recent  []*txnInfo
@@ -52,19 +68,21 @@ type policyRun struct {
 	err     error
 }
 
-func newPolicyRun(name string, lookup *keyLookup, workers []int, reference int) (*policyRun, error) {
+func newPolicyRun(name string, lookup *keyLookup, opts Options) (*policyRun, error) {
 	p, err := schedule.New(name, lookup)
 	if err != nil {
 		return nil, err
 	}
-	r := &policyRun{name: name, policy: p, lookup: lookup}
-	for _, w := range workers {
-		s := newSimulator(w)
-		if w == reference {
+	maxWorkers := opts.Workers[len(opts.Workers)-1]
+	r := &policyRun{name: name, policy: p, lookup: lookup, batchMax: opts.Batch, txnCost: micros(opts.Cost.Txn),
+		window: int64(maxWorkers), lag: int64(maxWorkers) * int64(opts.Batch), ring: ringSize(maxWorkers, opts.Batch)}
+	r.links = make([]chainLink, r.ring)
+	for _, w := range opts.Workers {
+		s := newSimulator(w, r.ring, opts.Cost.Capacity)
+		if w == opts.ReferenceWorkers {
 			s.blame = &blameTracker{keep: 5, minWait: 1000, window: int64(w)}
 		}
 		r.sims = append(r.sims, s)
-		r.window = max(r.window, int64(w))
 	}
 	if ws, ok := p.(*schedule.Writeset); ok {
 		ws.Warn = func(msg string) { r.warning = msg }
@@ -75,8 +93,11 @@ func newPolicyRun(name string, lookup *keyLookup, workers []int, reference int) 
 }
 
 func (r *policyRun) admit(t *txnInfo) error {
-	if t.gi > r.window {
-		r.policy.Committed(t.gi - r.window)
+	if !r.joins(t) {
+		r.closeBatch()
+	}
+	if t.gi > r.lag {
+		r.policy.Committed(t.gi - r.lag)
 	}
 	r.lookup.current = t
 	deps, err := r.policy.Admit(t.gi, t.txn)
@@ -84,9 +105,7 @@ func (r *policyRun) admit(t *txnInfo) error {
 		return fmt.Errorf("%s policy: transaction %s (%s at byte %d): %w", r.name, t.txn.GTID(), t.file, t.pos, err)
 	}
 	barrier := r.policy.Barrier()
-	for _, s := range r.sims {
-		s.step(t.gi, deps, t.execCost, t.commit, barrier, t)
-	}
+	r.gather(t, deps, barrier)
 	r.chain(t, deps)
 	if r.waits != nil {
 		r.attribute(t, deps, barrier)
@@ -95,13 +114,63 @@ func (r *policyRun) admit(t *txnInfo) error {
 	return nil
 }
 
+// joins reports whether t goes into the open batch: the rule of the
+// coordinator's gather, for a queue that is never empty.
+func (r *policyRun) joins(t *txnInfo) bool {
+	b := &r.open
+	if b.heaviest == nil {
+		return true // it opens one
+	}
+	first := b.heaviest.txn // any member will do for the domain and format
+	return target.Batchable(t.txn) && t.txn.MariaDB.Domain == first.MariaDB.Domain &&
+		bytes.Equal(t.txn.Format.Raw, first.Format.Raw)
+}
+
+// gather adds t to the open batch, and closes the batch when it is full or
+// t cannot share it with what follows.
+func (r *policyRun) gather(t *txnInfo, deps schedule.Deps, barrier bool) {
+	b := &r.open
+	if b.heaviest == nil {
+		*b = simBatch{first: t.gi, deps: b.deps[:0], exec: t.execCost, commit: t.commit, heaviest: t}
+	} else {
+		b.exec += t.execCost - r.txnCost
+		if t.execCost > b.heaviest.execCost {
+			b.heaviest = t
+		}
+	}
+	r.members++
+	b.last, b.barrier = t.gi, barrier
+	b.size += t.txn.Size
+	for _, d := range deps {
+		if d < b.first && !slices.Contains(b.deps, d) {
+			b.deps = append(b.deps, d)
+		}
+	}
+	if r.members >= r.batchMax || b.size >= targetBatchBytes || !target.Batchable(t.txn) {
+		r.closeBatch()
+	}
+}
+
+// closeBatch runs the open batch through every simulation.
+func (r *policyRun) closeBatch() {
+	if r.open.heaviest == nil {
+		return
+	}
+	for _, s := range r.sims {
+		s.step(&r.open)
+	}
+	r.open.heaviest, r.open.size, r.members = nil, 0, 0
+}
+
 func (r *policyRun) chain(t *txnInfo, deps schedule.Deps) {
 	var longest *chainLink
 	for _, d := range deps {
-		if d >= t.gi || t.gi-d >= ringSize {
+		// Within the window only, as attribute counts waits: the policy
+		// also names older transactions, which have committed by then.
+		if d >= t.gi || t.gi-d >= r.window {
 			continue
 		}
-		if l := &r.links[d%ringSize]; longest == nil || l.depth > longest.depth {
+		if l := &r.links[d%r.ring]; longest == nil || l.depth > longest.depth {
 			longest = l
 		}
 	}
@@ -109,7 +178,7 @@ func (r *policyRun) chain(t *txnInfo, deps schedule.Deps) {
 	if longest != nil {
 		link = chainLink{depth: longest.depth + 1, from: longest.from}
 	}
-	r.links[t.gi%ringSize] = link
+	r.links[t.gi%r.ring] = link
 	if link.depth > r.longest {
 		r.longest = link.depth
 		r.longIDs = [2]txnID{link.from, idOf(t.txn)}
@@ -140,6 +209,7 @@ func (id txnID) String() string {
 }
 
 func (r *policyRun) finish() {
+	r.closeBatch()
 	for _, s := range r.sims {
 		if s.blame != nil {
 			s.blame.finish()

@@ -37,6 +37,8 @@ type Report struct {
 	KeysNote string    `json:"keys_note"`
 
 	CostModel        CostJSON                      `json:"cost_model"`
+	Calibration      *Calibration                  `json:"calibration,omitempty"`
+	Batch            int                           `json:"batch"`
 	CommitOrder      string                        `json:"commit_order"`
 	Workers          []int                         `json:"workers"`
 	ReferenceWorkers int                           `json:"reference_workers"`
@@ -69,6 +71,8 @@ type CostJSON struct {
 	TxnUS    float64 `json:"transaction_us"`
 	RowUS    float64 `json:"row_us"`
 	KiBUS    float64 `json:"kib_us"`
+	// Capacity is the target's parallel capacity; 0: unlimited.
+	Capacity float64 `json:"capacity"`
 }
 
 // PolicyResult is one policy's simulation.
@@ -156,8 +160,9 @@ func (s *statistics) report(cut *groupCutter, opts Options, keys KeySource) *Rep
 		PredictedSpeedup: map[string]map[string]float64{},
 		CostModel: CostJSON{
 			CommitUS: micros(opts.Cost.Commit), TxnUS: micros(opts.Cost.Txn),
-			RowUS: micros(opts.Cost.Row), KiBUS: micros(opts.Cost.KiB),
+			RowUS: micros(opts.Cost.Row), KiBUS: micros(opts.Cost.KiB), Capacity: opts.Cost.Capacity,
 		},
+		Batch:             opts.Batch,
 		PartialRowImages:  s.partialImages,
 		LargeTransactions: s.large,
 		TotalCostMS:       s.cost / 1000,

@@ -2,39 +2,59 @@
 // transactions with a policy and a number of workers, by replaying the
 // coordinator's rules on a model clock:
 //
-//   - transactions are dispatched in group-index order, each to a free
-//     worker, which holds it until it has committed; after a barrier (the
-//     policy's Barrier()) nothing is dispatched until the barrier committed;
-//   - a transaction starts executing once every dependency the policy named
-//     has committed, and runs for its execution cost;
-//   - strict commit order: its COMMIT starts once it has executed and the
-//     previous transaction's COMMIT has returned, and takes the commit cost.
+//   - the stream is cut into batches as the coordinator's gather does when
+//     the queue is full (a replica catching up): up to --batch consecutive
+//     row transactions of one domain, under 4 MiB, applied in one target
+//     transaction; DDL and statement transactions go alone;
+//   - batches are dispatched in order, each to a free worker, which holds it
+//     until it has committed; after a barrier (the policy's Barrier()) nothing
+//     is dispatched until the barrier committed;
+//   - a batch starts executing once every dependency the policy named for its
+//     members, outside the batch, has committed, and runs for its execution
+//     cost: one per-transaction cost for the batch, plus its members' rows
+//     and bytes;
+//   - strict commit order: a batch's COMMIT starts once it has executed and
+//     the previous batch's COMMIT has returned, and takes the commit cost;
+//   - the target works on at most Capacity batches at full speed at once
+//     (executing or committing): work placed earlier is never slowed by work
+//     placed later, which gets what capacity is left (on a 2-core target, 8
+//     workers do not run 8 times as fast as one).
 //
-// Invariant: with one worker the makespan is the sum of all costs, so the
-// speedup of every policy at one worker is exactly 1.
+// Example: 3000 sysbench write transactions with 8 workers and --batch 32
+// make 94 batches; batch 12 shares a row with batch 9, so it starts when
+// batch 9 has committed, while batches 10 and 11 run beside it.
+//
+// Invariant: with one worker the makespan is the sum of all batches' costs
+// (Capacity is at least 1), so the speedup of every policy at one worker is
+// exactly 1.
 package analyze
 
 import (
 	"fmt"
+	"slices"
 	"time"
-
-	"gapless/internal/schedule"
 )
 
 // CostModel is the modelled cost of applying a transaction on the target.
 type CostModel struct {
 	Commit time.Duration // the COMMIT round trip: serial under strict commit order
-	Txn    time.Duration // per transaction, besides the commit (BEGIN, checkpoint row, round trips)
+	Txn    time.Duration // per target transaction (a batch counts once), besides the commit: BEGIN, checkpoint row, round trips
 	Row    time.Duration // per row change
 	KiB    time.Duration // per KiB of binlog events
+	// Capacity is how many transactions the target executes at once at
+	// full speed: its cores, less what the applier and others use, counted
+	// in serial appliers. 0: unlimited, a core for every worker.
+	Capacity float64
 }
 
 // DefaultCostModel was measured on a 2-core VM with a sandbox target
 // (innodb_flush_log_at_trx_commit=2, sync_binlog=0, loopback): gapless
-// replicate --workers 1 applied sysbench oltp_write_only transactions (4 row
-// changes, 2.2 KiB) in 1.57 ms each and 2702-row inserts (1015 KiB) in
-// 185 ms each; a COMMIT round trip took 55µs. A durable target pays an
-// fsync per COMMIT: raise Commit to the device's fsync latency.
+// replicate --workers 1 --batch 1 applied sysbench oltp_write_only
+// transactions (4 row changes, 2.2 KiB) in 1.57 ms each and 2702-row
+// inserts (1015 KiB) in 185 ms each; a COMMIT round trip took 55µs; with
+// --batch 32 the write transactions took 0.25 ms each. The capacity is left
+// unlimited: it depends on the target's host more than on anything else,
+// and --calibrate measures it.
 var DefaultCostModel = CostModel{
 	Commit: 60 * time.Microsecond,
 	Txn:    1200 * time.Microsecond,
@@ -43,10 +63,15 @@ var DefaultCostModel = CostModel{
 }
 
 func (m CostModel) String() string {
-	return fmt.Sprintf("commit %v (serial) + per transaction %v + per row %v + per KiB %v", m.Commit, m.Txn, m.Row, m.KiB)
+	s := fmt.Sprintf("commit %v (serial) + per target transaction %v + per row %v + per KiB %v", m.Commit, m.Txn, m.Row, m.KiB)
+	if m.Capacity > 0 {
+		s += fmt.Sprintf("; target capacity %.2f", m.Capacity)
+	}
+	return s
 }
 
-// costs returns the parallel and the serial part of a transaction, in µs.
+// costs returns the parallel and the serial part of a transaction applied
+// alone, in µs.
 func (m CostModel) costs(rows, size int) (exec, commit float64) {
 	exec = micros(m.Txn) + float64(rows)*micros(m.Row) + float64(size)/1024*micros(m.KiB)
 	return exec, micros(m.Commit)
@@ -54,17 +79,41 @@ func (m CostModel) costs(rows, size int) (exec, commit float64) {
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-// ringSize bounds how far back a dependency is looked up; an older one has
-// committed before the dependent is dispatched for any worker count below it.
-const ringSize = 4096
+// ringSize is how far back dependencies are looked up, a power of two at
+// least twice the transactions in flight (workers × batch): an older one has
+// committed before the dependent is dispatched.
+func ringSize(workers, batch int) int64 {
+	n := int64(4096)
+	for n < 2*int64(workers)*int64(batch) {
+		n *= 2
+	}
+	return n
+}
+
+// maxRing bounds the memory of the rings: workers × batch at most half of it.
+const maxRing = 1 << 22
+
+// simBatch is one target transaction: consecutive members first..last.
+type simBatch struct {
+	first, last  int64
+	deps         []int64 // group indexes before first that must commit first
+	exec, commit float64 // µs
+	barrier      bool
+	size         int
+	heaviest     *txnInfo // the member that costs the most, for the blame
+}
 
 // simulator is one (policy, workers) replay.
 type simulator struct {
 	workers      int
-	commitEnd    [ringSize]float64
+	commitEnd    []float64 // by group index, a ring
+	ring         int64     // len(commitEnd)
+	batchEnd     []float64 // by batch number, workers+1
+	batches      int64
 	lastDispatch float64
 	lastCommit   float64
 	barrierUntil float64
+	target       capacityProfile
 	serial       float64 // sum of all costs: the one-worker makespan
 	turnWait     float64 // worker time spent executed but waiting for the commit turn
 	depWait      float64 // worker time spent waiting for dependencies
@@ -73,37 +122,50 @@ type simulator struct {
 	blame *blameTracker
 }
 
-func newSimulator(workers int) *simulator { return &simulator{workers: workers} }
+func newSimulator(workers int, ring int64, capacity float64) *simulator {
+	return &simulator{
+		workers:   workers,
+		commitEnd: make([]float64, ring),
+		ring:      ring,
+		batchEnd:  make([]float64, workers+1),
+		target:    capacityProfile{capacity: capacity},
+	}
+}
 
-// step replays transaction gi.
-func (s *simulator) step(gi int64, deps schedule.Deps, exec, commit float64, barrier bool, who *txnInfo) {
+// step replays one batch.
+func (s *simulator) step(b *simBatch) {
+	s.batches++
+	n := s.batches
 	dispatch := max(s.lastDispatch, s.barrierUntil)
-	if gi > int64(s.workers) {
-		// Commits happen in order, so the worker freed first held gi-workers.
-		dispatch = max(dispatch, s.commitEnd[(gi-int64(s.workers))%ringSize])
+	if n > int64(s.workers) {
+		// Commits happen in order, so the worker freed first held batch n-workers.
+		dispatch = max(dispatch, s.batchEnd[(n-int64(s.workers))%int64(len(s.batchEnd))])
 	}
 	start := dispatch
-	for _, d := range deps {
-		if d < gi && gi-d < ringSize {
-			start = max(start, s.commitEnd[d%ringSize])
+	for _, d := range b.deps {
+		if d < b.first && b.first-d < s.ring {
+			start = max(start, s.commitEnd[d%s.ring])
 		}
 	}
-	executed := start + exec
+	executed := s.target.run(start, b.exec, dispatch)
 	commitStart := max(executed, s.lastCommit)
-	end := commitStart + commit
+	end := s.target.run(commitStart, b.commit, dispatch)
 
 	s.depWait += start - dispatch
 	s.turnWait += commitStart - executed
 	if s.blame != nil {
-		s.blame.step(who, gi, executed, s.lastCommit)
+		s.blame.step(b, n, executed, s.lastCommit)
 	}
-	s.commitEnd[gi%ringSize] = end
+	for gi := b.first; gi <= b.last; gi++ {
+		s.commitEnd[gi%s.ring] = end
+	}
+	s.batchEnd[n%int64(len(s.batchEnd))] = end
 	s.lastDispatch = dispatch
 	s.lastCommit = end
-	if barrier {
+	if b.barrier {
 		s.barrierUntil = end
 	}
-	s.serial += exec + commit
+	s.serial += b.exec + b.commit
 }
 
 // speedup is serial apply time over the simulated makespan.
@@ -112,6 +174,95 @@ func (s *simulator) speedup() float64 {
 		return 1
 	}
 	return s.serial / s.lastCommit
+}
+
+// capacityProfile is how much of the target's capacity the batches already
+// placed use, over time: used[i] from times[i] to times[i+1], the last
+// segment open-ended. Batches are placed in dispatch order; one runs at
+// min(1, capacity - used) until its work is done, so the target never does
+// more than capacity batches' work at once.
+type capacityProfile struct {
+	capacity float64 // 0: unlimited
+	times    []float64
+	used     []float64
+}
+
+// run places work µs of execution starting at start and returns when it is
+// done. Nothing placed later starts before horizon (the dispatch clock).
+func (p *capacityProfile) run(start, work, horizon float64) float64 {
+	if p.capacity <= 0 || work <= 0 {
+		return start + work
+	}
+	p.forget(horizon)
+	i := p.split(start)
+	t, left := start, work
+	for {
+		rate := min(1, p.capacity-p.used[i])
+		if rate < 1e-9 {
+			rate = 0
+		}
+		end := p.end(i)
+		if end >= inf {
+			rate = max(rate, 1) // nothing runs past the last batch's end
+		}
+		if rate > 0 && t+left/rate <= end {
+			done := t + left/rate
+			p.split(done)
+			p.used[i] += rate
+			return done
+		}
+		p.used[i] += rate
+		left -= rate * (end - t)
+		t = end
+		i++
+	}
+}
+
+func (p *capacityProfile) end(i int) float64 {
+	if i+1 < len(p.times) {
+		return p.times[i+1]
+	}
+	return inf
+}
+
+const inf = 1e300
+
+// split makes t a segment boundary and returns the segment starting there.
+func (p *capacityProfile) split(t float64) int {
+	if len(p.times) == 0 || t < p.times[0] {
+		p.times = slices.Insert(p.times, 0, t)
+		p.used = slices.Insert(p.used, 0, 0)
+		if len(p.times) > 1 && p.times[1]-t < 1e-9 {
+			p.times, p.used = p.times[1:], p.used[1:]
+		}
+		return 0
+	}
+	i, found := slices.BinarySearch(p.times, t)
+	if found {
+		return i
+	}
+	// t falls inside segment i-1.
+	if t-p.times[i-1] < 1e-9 {
+		return i - 1
+	}
+	if i < len(p.times) && p.times[i]-t < 1e-9 {
+		return i
+	}
+	p.times = slices.Insert(p.times, i, t)
+	p.used = slices.Insert(p.used, i, p.used[i-1])
+	return i
+}
+
+// forget drops the segments that end before horizon.
+func (p *capacityProfile) forget(horizon float64) {
+	n := 0
+	for n+1 < len(p.times) && p.times[n+1] <= horizon {
+		n++
+	}
+	if n > 0 {
+		p.times = slices.Delete(p.times, 0, n)
+		p.used = slices.Delete(p.used, 0, n)
+	}
 }
 
 // HeldBack is a transaction that executed long enough to keep the commit
@@ -128,29 +279,31 @@ type HeldBack struct {
 	WaitMS       float64 `json:"worker_wait_ms"`
 }
 
-// blameTracker charges commit-turn waits to the transaction holding the
-// commit line: the latest one that finished executing after its turn had
-// come. A later transaction that finished executing before it and then
-// waited for its turn is held by it, for at most the difference.
+// blameTracker charges commit-turn waits to the batch holding the commit
+// line: the latest one that finished executing after its turn had come,
+// named by its costliest transaction. A later batch that finished executing
+// before it and then waited for its turn is held by it, for at most the
+// difference.
 type blameTracker struct {
-	window   int64
-	holder   *txnInfo
-	executed float64
-	held     int
-	wait     float64 // µs
-	top      []HeldBack
-	keep     int
-	minWait  float64 // µs; smaller holds are not worth a line
+	window    int64 // in batches: the workers
+	holder    *txnInfo
+	holderIdx int64
+	executed  float64
+	held      int
+	wait      float64 // µs
+	top       []HeldBack
+	keep      int
+	minWait   float64 // µs; smaller holds are not worth a line
 }
 
-func (b *blameTracker) step(t *txnInfo, gi int64, executed, turn float64) {
+func (b *blameTracker) step(batch *simBatch, idx int64, executed, turn float64) {
 	if executed > turn {
 		b.finish()
-		b.holder, b.executed = t, executed
+		b.holder, b.holderIdx, b.executed = batch.heaviest, idx, executed
 		return
 	}
-	if b.holder != nil && gi-b.holder.gi <= b.window && executed < b.executed {
-		b.held++
+	if b.holder != nil && idx-b.holderIdx <= b.window && executed < b.executed {
+		b.held += int(batch.last - batch.first + 1)
 		b.wait += min(turn-executed, b.executed-executed)
 	}
 }

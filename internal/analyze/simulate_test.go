@@ -33,6 +33,9 @@ type synthetic struct {
 	ids      []int32
 	ddl      string // when set, the transaction is this DDL statement instead
 	mysql    *[2]int64
+	// batchable ends the transaction with an XID event, as the server
+	// writes row transactions: gapless may then batch it with its neighbours.
+	batchable bool
 }
 
 func tableMap(schema, table string) *replication.TableMapEvent {
@@ -75,13 +78,21 @@ func (s synthetic) txn(seq uint64) *txnInfo {
 		rows.Rows = append(rows.Rows, []interface{}{id, "v"})
 	}
 	t.addEvent(&replication.BinlogEvent{Header: &replication.EventHeader{}, Event: rows}, nil)
+	if s.batchable {
+		t.addEvent(&replication.BinlogEvent{Header: &replication.EventHeader{}, Event: &replication.XIDEvent{}}, nil)
+	}
 	return t
 }
 
 // analyzeSynthetic runs the in-order stages over made-up transactions.
 func analyzeSynthetic(t *testing.T, cost CostModel, stream []synthetic) *Report {
 	t.Helper()
-	a, err := newAnalyzer(Options{Cost: cost})
+	return analyzeWith(t, Options{Cost: cost}, stream)
+}
+
+func analyzeWith(t *testing.T, opts Options, stream []synthetic) *Report {
+	t.Helper()
+	a, err := newAnalyzer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

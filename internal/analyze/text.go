@@ -50,8 +50,15 @@ func (r *Report) WriteText(w io.Writer) error {
 
 	p.blank()
 	p.line("Predicted speedup over serial apply (strict commit order)")
-	p.line("  cost model: COMMIT %.0fµs, serial + per transaction %.0fµs + per row %.0fµs + per KiB %.0fµs; serial apply %s",
-		r.CostModel.CommitUS, r.CostModel.TxnUS, r.CostModel.RowUS, r.CostModel.KiBUS, time.Duration(r.TotalCostMS*float64(time.Millisecond)).Round(time.Millisecond))
+	capacity := "unlimited (a core per worker)"
+	if r.CostModel.Capacity > 0 {
+		capacity = fmt.Sprintf("%.2f transactions at once", r.CostModel.Capacity)
+	}
+	p.line("  cost model: COMMIT %.0fµs (serial) + per target transaction %.0fµs + per row %.0fµs + per KiB %.0fµs; batches of up to %d; target capacity %s; serial apply %s",
+		r.CostModel.CommitUS, r.CostModel.TxnUS, r.CostModel.RowUS, r.CostModel.KiBUS, r.Batch, capacity, time.Duration(r.TotalCostMS*float64(time.Millisecond)).Round(time.Millisecond))
+	if c := r.Calibration; c != nil {
+		p.line("  calibrated on %s: %s", c.Target, c.Summary())
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "  policy\t"
 	for _, n := range r.Workers {
