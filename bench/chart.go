@@ -31,7 +31,7 @@ const (
 	chartScale   = 2
 	chartRow     = 20
 	chartBar     = 14
-	labelColumns = 32
+	labelColumns = 46
 	valueSpace   = 200
 )
 
@@ -93,7 +93,7 @@ func drawChart(rp *report) *image.RGBA {
 		for _, r := range wr.Results {
 			top = max(top, wr.perSecond(r))
 		}
-		best, _ := wr.bestMariaDB()
+		best, _ := wr.bestMariaDB("")
 		if best > 0 && top > 0 {
 			x := barX + int(float64(wr.Rec.Transactions)/best/top*float64(barMax))
 			for yy := y; yy < y+len(wr.Results)*chartRow; yy += 4 {

@@ -30,6 +30,36 @@ type contender struct {
 	Policy  string
 	Workers int
 	Binary  string // another gapless binary than --gapless, for comparing builds side by side
+	// The target: durable or not, and whether the applied transactions go
+	// to its binlog (log_slave_updates for MariaDB's replica,
+	// --no-target-binlog for gapless, sql_log_bin for mariadb-binlog's pipe).
+	Durable, TargetBinlog bool
+}
+
+// variants name target configurations other than the run's default, as an
+// id's /suffix: gapless-writeset-N/nobinlog.
+var variants = map[string]struct {
+	durable *bool // nil: the run's default (--fast or not)
+	binlog  bool
+	label   string
+}{
+	"durable":          {ptr(true), true, "durable"},
+	"fast":             {ptr(false), true, "non-durable"},
+	"nobinlog":         {nil, false, "binlog off"},
+	"durable-nobinlog": {ptr(true), false, "durable, binlog off"},
+	"fast-nobinlog":    {ptr(false), false, "non-durable, binlog off"},
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Variant is the contender's target configuration as a label part, "" for
+// the run's default.
+func (c contender) Variant() string {
+	_, v, _ := strings.Cut(c.ID, "/")
+	if v == "" {
+		return ""
+	}
+	return variants[v].label
 }
 
 // runEnv is what one contender run needs.
@@ -63,9 +93,30 @@ var gaplessPolicies = []string{"serial", "commit-id", "writeset", "schema", "dom
 //
 // A gapless id may end in @PATH to run another gapless binary, so that two
 // builds are compared in one run: gapless-writeset-8@/tmp/old-gapless.
-func parseContender(id string, workers int) (contender, error) {
+func parseContender(id string, workers int, durable bool) (contender, error) {
+	if base, v, ok := strings.Cut(id, "/"); ok {
+		variant, known := variants[v]
+		if !known {
+			return contender{}, fmt.Errorf("unknown target variant %q in %q: want durable, fast, nobinlog, durable-nobinlog or fast-nobinlog", v, id)
+		}
+		c, err := parseContender(base, workers, durable)
+		if err != nil {
+			return c, err
+		}
+		if variant.durable != nil {
+			c.Durable = *variant.durable
+		}
+		c.ID, c.Label, c.TargetBinlog = id, c.Label+" ["+variant.label+"]", variant.binlog
+		return c, nil
+	}
+	c, err := parseBaseContender(id, workers)
+	c.Durable, c.TargetBinlog = durable, true
+	return c, err
+}
+
+func parseBaseContender(id string, workers int) (contender, error) {
 	if base, binary, ok := strings.Cut(id, "@"); ok && strings.HasPrefix(base, "gapless-") && binary != "" {
-		c, err := parseContender(base, workers)
+		c, err := parseBaseContender(base, workers)
 		if err != nil {
 			return c, err
 		}
@@ -164,13 +215,20 @@ func (c contender) runMariaDBReplica(ctx context.Context, env runEnv) attempt {
 }
 
 func (c contender) gaplessArgs(env runEnv) []string {
-	return append([]string{"replicate",
+	return append(append([]string{"replicate",
 		"--source", env.rec.Primary.URL(sandbox.ReplUser, sandbox.ReplPassword),
 		"--target", env.target.URL(sandbox.ApplierUser, sandbox.ApplierPassword),
 		"--start-position", env.rec.Start, "--until", env.rec.End,
 		"--workers", strconv.Itoa(c.Workers), "--policy", c.Policy, "--commit-order", "strict",
 		"--progress", "0", "--relay-dir", filepath.Join(env.dir, "relay"),
-	}, env.extra...)
+	}, c.binlogFlags()...), env.extra...)
+}
+
+func (c contender) binlogFlags() []string {
+	if c.TargetBinlog {
+		return nil
+	}
+	return []string{"--no-target-binlog"}
 }
 
 // runGapless times the gapless process from its start to its exit at --until.
@@ -203,6 +261,9 @@ func (c contender) runGapless(ctx context.Context, env runEnv) attempt {
 func (c contender) runMariaDBBinlog(ctx context.Context, env runEnv) attempt {
 	dumpArgs := append([]string{"--start-position=" + env.rec.Start}, env.rec.BinlogFiles...)
 	loadArgs := clientArgs(env.target)
+	if !c.TargetBinlog {
+		loadArgs = append(loadArgs, "--init-command=SET sql_log_bin=0")
+	}
 	command := "mariadb-binlog " + strings.Join(dumpArgs, " ") + " | mariadb " + strings.Join(loadArgs, " ")
 	dump := exec.CommandContext(ctx, "mariadb-binlog", dumpArgs...)
 	load := exec.CommandContext(ctx, "mariadb", loadArgs...)

@@ -25,7 +25,38 @@ import (
 	"gapless/internal/verify"
 )
 
-var quickContenders = []string{"mariadb-serial", "mariadb-conservative", "mariadb-optimistic", "gapless-writeset-N", "gapless-writeset-1"}
+// quickContenders are MariaDB's three modes and gapless N and 1 with the
+// default policy, the applied transactions kept out of the target's binlog.
+var quickContenders = withVariant([]string{"mariadb-serial", "mariadb-conservative", "mariadb-optimistic", "gapless-writeset-N", "gapless-writeset-1"}, "nobinlog")
+
+// variantWorkloads get, in the full run, the quick contenders again on
+// targets of every other configuration: binlog off, non-durable, both.
+var variantWorkloads = map[string]bool{"W1": true, "W2": true}
+
+func withVariant(ids []string, variant string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id + "/" + variant
+	}
+	return out
+}
+
+// defaultContenders are the full run's contenders for workload w.
+func defaultContenders(w *workload, fast bool) []string {
+	ids := fullContenders()
+	if !variantWorkloads[w.ID] {
+		return ids
+	}
+	base := []string{"mariadb-serial", "mariadb-conservative", "mariadb-optimistic", "gapless-writeset-N", "gapless-writeset-1"}
+	other := "fast"
+	if fast {
+		other = "durable"
+	}
+	for _, v := range []string{"nobinlog", other, other + "-nobinlog"} {
+		ids = append(ids, withVariant(base, v)...)
+	}
+	return ids
+}
 
 // fullContenders are MariaDB's three modes, gapless with every policy at N
 // workers and with one worker, and mariadb-binlog. With one worker the policy
@@ -120,9 +151,13 @@ func run(ctx context.Context, o options) error {
 		Name: o.name, Command: commandLine(), Began: time.Now(), Machine: describeMachine(o.gapless),
 		Durable: !o.fast, Workers: o.workers, Runs: o.runs, Scale: o.scale,
 	}
-	fmt.Printf("bench %s: workloads %s; %d contenders, %d run(s) each; work folder %s\n", o.name, workloadList(ws), len(cs), o.runs, workDir)
+	pairs := 0
+	for _, list := range cs {
+		pairs += len(list)
+	}
+	fmt.Printf("bench %s: workloads %s; %d contender runs per round, %d round(s); work folder %s\n", o.name, workloadList(ws), pairs, o.runs, workDir)
 	for _, w := range ws {
-		wr, kept, err := benchWorkload(ctx, fl, o, w, cs, filepath.Join(workDir, w.ID))
+		wr, kept, err := benchWorkload(ctx, fl, o, w, cs[w], filepath.Join(workDir, w.ID))
 		keptSomething = keptSomething || kept
 		if err != nil {
 			return err
@@ -141,7 +176,7 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-func (o *options) resolve() ([]*workload, []contender, error) {
+func (o *options) resolve() ([]*workload, map[*workload][]contender, error) {
 	if o.runs == 0 {
 		o.runs = 3
 	}
@@ -176,23 +211,26 @@ func (o *options) resolve() ([]*workload, []contender, error) {
 		}
 		ws = append(ws, found)
 	}
-	cIDs := splitList(o.contenders)
-	if len(cIDs) == 0 {
-		cIDs = fullContenders()
-		if o.quick {
-			cIDs = quickContenders
+	explicit := splitList(o.contenders)
+	cs := map[*workload][]contender{}
+	for _, w := range ws {
+		cIDs := explicit
+		if len(cIDs) == 0 {
+			cIDs = defaultContenders(w, o.fast)
+			if o.quick {
+				cIDs = quickContenders
+			}
 		}
-	}
-	var cs []contender
-	seen := map[string]bool{}
-	for _, id := range cIDs {
-		c, err := parseContender(id, o.workers)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--contenders: %w", err)
-		}
-		if !seen[c.ID] {
-			seen[c.ID] = true
-			cs = append(cs, c)
+		seen := map[string]bool{}
+		for _, id := range cIDs {
+			c, err := parseContender(id, o.workers, !o.fast)
+			if err != nil {
+				return nil, nil, fmt.Errorf("--contenders: %w", err)
+			}
+			if !seen[c.ID] {
+				seen[c.ID] = true
+				cs[w] = append(cs[w], c)
+			}
 		}
 	}
 	return ws, cs, nil
@@ -301,7 +339,7 @@ func (a attempt) summary() string {
 // verifies the target and throws it away (or keeps it, with --keep-failed,
 // when the run failed or diverged).
 func runOnce(ctx context.Context, fl *fleet, o options, rec *recording, c contender, dir string, gaplessBin string) (attempt, bool) {
-	tgt, err := freshTarget(ctx, fl, rec, dir, !o.fast)
+	tgt, err := freshTarget(ctx, fl, rec, dir, c.Durable, c.TargetBinlog)
 	if err != nil {
 		return attempt{Err: err}, false
 	}
@@ -337,11 +375,11 @@ func runOnce(ctx context.Context, fl *fleet, o options, rec *recording, c conten
 }
 
 // freshTarget copies the template datadir into dir and starts a target on it.
-func freshTarget(ctx context.Context, fl *fleet, rec *recording, dir string, durable bool) (*sandbox.Server, error) {
+func freshTarget(ctx context.Context, fl *fleet, rec *recording, dir string, durable, binlog bool) (*sandbox.Server, error) {
 	if err := copyDatadir(ctx, rec.TemplateDatadir, filepath.Join(dir, "target", "data")); err != nil {
 		return nil, err
 	}
-	return fl.start(ctx, targetConfig(dir, durable))
+	return fl.start(ctx, targetConfig(dir, durable, binlog))
 }
 
 // compare checks every table of the target against the primary.

@@ -45,7 +45,7 @@ type prediction struct {
 // predict runs gapless analyze on the recording, calibrated on a fresh target.
 func predict(ctx context.Context, fl *fleet, o options, rec *recording, dir, gaplessBin string) *prediction {
 	p := &prediction{}
-	tgt, err := freshTarget(ctx, fl, rec, filepath.Join(dir, "predict"), !o.fast)
+	tgt, err := freshTarget(ctx, fl, rec, filepath.Join(dir, "predict"), !o.fast, true)
 	if err != nil {
 		p.Err = fmt.Errorf("calibration target: %w", err)
 		return p

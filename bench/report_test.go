@@ -33,13 +33,28 @@ func TestParseContender(t *testing.T) {
 		"mariadb-binlog":       "mariadb-binlog | mariadb",
 		"mariadb-conservative": "MariaDB replica, 8 conservative",
 	} {
-		c, err := parseContender(id, 8)
+		c, err := parseContender(id, 8, true)
 		if err != nil || c.Label != want {
 			t.Errorf("parseContender(%q) = %q, %v; want %q", id, c.Label, err, want)
 		}
 	}
-	for _, bad := range []string{"gapless-fast-8", "gapless-writeset-0", "mariadb", "gapless-writeset"} {
-		if _, err := parseContender(bad, 8); err == nil {
+	for id, want := range map[string]string{
+		"mariadb-serial/nobinlog":          "MariaDB replica, serial [binlog off]",
+		"gapless-writeset-N/fast-nobinlog": "gapless 8 writeset [non-durable, binlog off]",
+	} {
+		c, err := parseContender(id, 8, true)
+		if err != nil || c.Label != want {
+			t.Errorf("parseContender(%q) = %q, %v; want %q", id, c.Label, err, want)
+		}
+	}
+	if c, _ := parseContender("gapless-writeset-1/fast-nobinlog", 8, true); c.Durable || c.TargetBinlog {
+		t.Errorf("fast-nobinlog gave a durable target or one that binlogs: %+v", c)
+	}
+	if c, _ := parseContender("gapless-writeset-1", 8, true); !c.Durable || !c.TargetBinlog {
+		t.Errorf("no variant gave a non-durable target or one without binlog: %+v", c)
+	}
+	for _, bad := range []string{"gapless-fast-8", "gapless-writeset-0", "mariadb", "gapless-writeset", "gapless-writeset-8/slow"} {
+		if _, err := parseContender(bad, 8, true); err == nil {
 			t.Errorf("parseContender(%q) accepted", bad)
 		}
 	}
@@ -49,7 +64,7 @@ func sampleReport() *report {
 	rec := &recording{Workload: workloads[0], Transactions: 1000, PrimarySeconds: 2, Start: "0-1-10", End: "0-1-1010"}
 	wr := &workloadResult{Rec: rec}
 	add := func(id string, attempts ...attempt) {
-		c, err := parseContender(id, 8)
+		c, err := parseContender(id, 8, true)
 		if err != nil {
 			panic(err)
 		}

@@ -107,9 +107,15 @@ func (f *fleet) killAll() {
 	}
 }
 
-// targetConfig is the one configuration every contender's target gets.
-func targetConfig(dir string, durable bool) sandbox.ServerConfig {
-	return sandbox.ServerConfig{Name: "target", Dir: dir, Binlog: true, Durable: durable}
+// targetConfig is the one configuration every contender's target gets, but
+// for durability and, with binlog false, log_slave_updates OFF (only MariaDB's
+// replica reads it; gapless is told --no-target-binlog).
+func targetConfig(dir string, durable, binlog bool) sandbox.ServerConfig {
+	cfg := sandbox.ServerConfig{Name: "target", Dir: dir, Binlog: true, Durable: durable}
+	if !binlog {
+		cfg.Extra = []string{"log_slave_updates=OFF"}
+	}
+	return cfg
 }
 
 // copyDatadir copies a stopped server's datadir to dst, which must not exist.

@@ -218,7 +218,7 @@ func record(ctx context.Context, fl *fleet, w *workload, dir string, scale float
 // binlogging them, stops it cleanly and returns its datadir, which each run
 // copies: every contender starts from the same bytes.
 func makeTemplate(ctx context.Context, fl *fleet, src *sandbox.Server, databases []string, dir string, durable bool) (string, error) {
-	tpl, err := fl.start(ctx, targetConfig(dir, durable))
+	tpl, err := fl.start(ctx, targetConfig(dir, durable, true))
 	if err != nil {
 		return "", fmt.Errorf("template target: %w", err)
 	}
