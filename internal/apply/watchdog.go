@@ -23,6 +23,9 @@ const (
 	watchdogEvery = 50 * time.Millisecond
 	// watchdogAfter is how long a worker executes before its lock waits are looked at.
 	watchdogAfter = 100 * time.Millisecond
+	// watchdogQueryTimeout bounds one look at the lock waits, so that a
+	// target that went away does not take the watchdog with it.
+	watchdogQueryTimeout = 5 * time.Second
 )
 
 func (r *Replica) watchdog() func() {
@@ -71,6 +74,8 @@ func (r *Replica) breakLockCycles(ctx context.Context) {
 	if slowest < watchdogAfter || !waitingCommit {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, watchdogQueryTimeout)
+	defer cancel()
 	rows, err := r.cfg.Target.QueryContext(ctx, `
 		SELECT req.trx_mysql_thread_id, blk.trx_mysql_thread_id
 		FROM information_schema.INNODB_LOCK_WAITS w

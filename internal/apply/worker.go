@@ -206,6 +206,16 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 				w.committed(j)
 				return nil
 			}
+			// After a lost connection the transactions around this one run
+			// again in whatever order their workers come back, so it starts
+			// again only once its dependencies have committed.
+			if early {
+				early = false
+				w.setState(StateWaitingDeps, j)
+				if err := clog.waitDeps(run, j.gi, j.deps, false); err != nil {
+					return err
+				}
+			}
 		}
 		w.setState(StateApplying, j)
 		stmt := w.checkpointStatement(j)

@@ -71,7 +71,19 @@ func dial(ctx context.Context, cfg dburl.Config) (*wire, error) {
 	dialer := &net.Dialer{Timeout: timeout}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c, err := client.ConnectWithDialer(dctx, "tcp", cfg.Addr(), cfg.User, cfg.Password, "", dialer.DialContext,
+	// The deadline covers the handshake too: a server that accepts the
+	// connection but does not answer (one starting up or shutting down)
+	// must not hold a worker forever.
+	var raw net.Conn
+	dialAndLimit := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dialer.DialContext(ctx, network, addr)
+		if err == nil {
+			raw = conn
+			conn.SetDeadline(time.Now().Add(timeout))
+		}
+		return conn, err
+	}
+	c, err := client.ConnectWithDialer(dctx, "tcp", cfg.Addr(), cfg.User, cfg.Password, "", dialAndLimit,
 		func(c *client.Conn) error {
 			c.SetCapability(mysql.CLIENT_MULTI_STATEMENTS)
 			c.SetCapability(mysql.CLIENT_MULTI_RESULTS)
@@ -83,6 +95,7 @@ func dial(ctx context.Context, cfg dburl.Config) (*wire, error) {
 	if err != nil {
 		return nil, connError(err)
 	}
+	raw.SetDeadline(time.Time{})
 	w := &wire{c: c}
 	var set []string
 	for k, v := range cfg.Params {
