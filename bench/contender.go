@@ -55,7 +55,8 @@ func ptr[T any](v T) *T { return &v }
 // Variant is the contender's target configuration as a label part, "" for
 // the run's default.
 func (c contender) Variant() string {
-	_, v, _ := strings.Cut(c.ID, "/")
+	spec, _, _ := strings.Cut(c.ID, "@")
+	_, v, _ := strings.Cut(spec, "/")
 	if v == "" {
 		return ""
 	}
@@ -91,38 +92,38 @@ var gaplessPolicies = []string{"serial", "commit-id", "writeset", "schema", "dom
 // mariadb-optimistic, gapless-POLICY-WORKERS, or mariadb-binlog. Parallel
 // MariaDB modes use workers threads.
 //
-// A gapless id may end in @PATH to run another gapless binary, so that two
-// builds are compared in one run: gapless-writeset-8@/tmp/old-gapless.
+// An id may name a target variant after a slash (gapless-writeset-N/fast),
+// and a gapless id another gapless binary after an @, so that two builds are
+// compared in one run: gapless-writeset-8@/tmp/old-gapless, or with a
+// variant, gapless-writeset-8/fast@/tmp/old-gapless.
 func parseContender(id string, workers int, durable bool) (contender, error) {
-	if base, v, ok := strings.Cut(id, "/"); ok {
+	spec, binary, hasBinary := strings.Cut(id, "@")
+	base, v, hasVariant := strings.Cut(spec, "/")
+	c, err := parseBaseContender(base, workers)
+	if err != nil {
+		return c, err
+	}
+	c.ID, c.Durable, c.TargetBinlog = id, durable, true
+	if hasBinary {
+		if c.Kind != "gapless" || binary == "" {
+			return contender{}, fmt.Errorf("%q: only a gapless contender takes @BINARY", id)
+		}
+		c.Binary, c.Label = binary, c.Label+" ("+filepath.Base(binary)+")"
+	}
+	if hasVariant {
 		variant, known := variants[v]
 		if !known {
 			return contender{}, fmt.Errorf("unknown target variant %q in %q: want durable, fast, nobinlog, durable-nobinlog or fast-nobinlog", v, id)
 		}
-		c, err := parseContender(base, workers, durable)
-		if err != nil {
-			return c, err
-		}
 		if variant.durable != nil {
 			c.Durable = *variant.durable
 		}
-		c.ID, c.Label, c.TargetBinlog = id, c.Label+" ["+variant.label+"]", variant.binlog
-		return c, nil
+		c.Label, c.TargetBinlog = c.Label+" ["+variant.label+"]", variant.binlog
 	}
-	c, err := parseBaseContender(id, workers)
-	c.Durable, c.TargetBinlog = durable, true
-	return c, err
+	return c, nil
 }
 
 func parseBaseContender(id string, workers int) (contender, error) {
-	if base, binary, ok := strings.Cut(id, "@"); ok && strings.HasPrefix(base, "gapless-") && binary != "" {
-		c, err := parseBaseContender(base, workers)
-		if err != nil {
-			return c, err
-		}
-		c.ID, c.Label, c.Binary = id, c.Label+" ("+filepath.Base(binary)+")", binary
-		return c, nil
-	}
 	switch id {
 	case "mariadb-serial":
 		return contender{ID: id, Label: "MariaDB replica, serial", Kind: "mariadb", ParallelMode: "conservative"}, nil

@@ -39,8 +39,9 @@ func TestParseContender(t *testing.T) {
 		}
 	}
 	for id, want := range map[string]string{
-		"mariadb-serial/nobinlog":          "MariaDB replica, serial [binlog off]",
-		"gapless-writeset-N/fast-nobinlog": "gapless 8 writeset [non-durable, binlog off]",
+		"mariadb-serial/nobinlog":                "MariaDB replica, serial [binlog off]",
+		"gapless-writeset-N/fast-nobinlog":       "gapless 8 writeset [non-durable, binlog off]",
+		"gapless-schema-2/fast@/tmp/old/gapless": "gapless 2 schema (gapless) [non-durable]",
 	} {
 		c, err := parseContender(id, 8, true)
 		if err != nil || c.Label != want {
@@ -53,7 +54,7 @@ func TestParseContender(t *testing.T) {
 	if c, _ := parseContender("gapless-writeset-1", 8, true); !c.Durable || !c.TargetBinlog {
 		t.Errorf("no variant gave a non-durable target or one without binlog: %+v", c)
 	}
-	for _, bad := range []string{"gapless-fast-8", "gapless-writeset-0", "mariadb", "gapless-writeset", "gapless-writeset-8/slow"} {
+	for _, bad := range []string{"gapless-fast-8", "gapless-writeset-0", "mariadb", "gapless-writeset", "gapless-writeset-8/slow", "mariadb-serial@/bin/x"} {
 		if _, err := parseContender(bad, 8, true); err == nil {
 			t.Errorf("parseContender(%q) accepted", bad)
 		}
