@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -9,16 +8,7 @@ import (
 
 const sampleBinlog = "../../internal/binlog/testdata/mariadb-10.11.bin"
 
-func runAnalyzeCmd(args ...string) (string, error) {
-	cmd := newAnalyzeCmd()
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
-}
+func runAnalyzeCmd(args ...string) (string, error) { return runCommand(newAnalyzeCmd(), args...) }
 
 func TestAnalyzeFromUntilOnFiles(t *testing.T) {
 	// The sample holds 0-1-1..0-1-5 and 1-1-1..1-1-3.

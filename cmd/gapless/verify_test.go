@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -11,16 +10,7 @@ import (
 	"gapless/internal/sandbox"
 )
 
-func runVerifyCmd(args ...string) (string, error) {
-	cmd := newVerifyCmd()
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
-}
+func runVerifyCmd(args ...string) (string, error) { return runCommand(newVerifyCmd(), args...) }
 
 func TestVerifyCommandExitCodes(t *testing.T) {
 	source := sandbox.StartForTest(t, sandbox.ServerConfig{Name: "source"})
