@@ -1,0 +1,99 @@
+package target
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"gapless/internal/dburl"
+	"gapless/internal/sandbox"
+)
+
+// TestWireCountsAnswersPastBinlogStatements sends a script with BINLOG
+// statements of row events in the middle (whose answers lack the "more
+// results" flag) and checks that every statement after them ran, that the
+// connection stays in step, and that an error ends a script and is reported.
+func TestWireCountsAnswersPastBinlogStatements(t *testing.T) {
+	srv := sandbox.StartForTest(t, sandbox.ServerConfig{Name: "target", Binlog: true})
+	ctx := context.Background()
+	if err := srv.Exec(ctx, "CREATE DATABASE w", "CREATE TABLE w.t (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO w.t VALUES (1, 10), (2, 20)"); err != nil {
+		t.Fatal(err)
+	}
+	format, rows := rowEventsOfLastInsert(t, filepath.Join(srv.Config.Dir, srv.Config.Name, "binlog", "mariadb-bin.000001"))
+	if err := srv.Exec(ctx, "DELETE FROM w.t"); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg, err := dburl.Parse(srv.URL(sandbox.ApplierUser, sandbox.ApplierPassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := dial(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+
+	script := []string{
+		"SET @before = 1", binlogStatement([][]byte{format}), "BEGIN",
+		binlogStatement(rows), "SET @after = 2", "COMMIT",
+	}
+	if err := w.exec(script); err != nil {
+		t.Fatalf("script with BINLOG statements: %v", err)
+	}
+	got, err := w.queryString("SELECT CONCAT(@before, @after, (SELECT SUM(v) FROM w.t))")
+	if err != nil {
+		t.Fatalf("the connection is out of step after the script: %v", err)
+	}
+	if got != "1230" {
+		t.Fatalf("after the script: @before, @after and the rows' sum are %q, want 1230", got)
+	}
+
+	err = w.exec([]string{"SET @x = 1", "DO no_such_function()", "SET @y = 1"})
+	if code, _ := errorCode(err); code != 1305 {
+		t.Fatalf("a failing statement mid-script gave %v, want error 1305", err)
+	}
+	got, err = w.queryString("SELECT CONCAT(@x, '/', IFNULL(@y, 'unset'))")
+	if err != nil || got != "1/unset" {
+		t.Fatalf("after the failed script: %q, %v; want 1/unset (the server stops at the error)", got, err)
+	}
+}
+
+// rowEventsOfLastInsert reads a binlog file and returns its format
+// description event and the last table map with the row events after it.
+func rowEventsOfLastInsert(t *testing.T, path string) (format []byte, rows [][]byte) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		formatDescription = 15
+		tableMap          = 19
+		writeRowsV1       = 23
+		writeRowsV2       = 30
+	)
+	for off := 4; off+19 <= len(data); {
+		size := int(binary.LittleEndian.Uint32(data[off+9:]))
+		if size < 19 || off+size > len(data) {
+			t.Fatalf("%s: bad event size %d at %d", path, size, off)
+		}
+		ev := data[off : off+size]
+		switch ev[4] {
+		case formatDescription:
+			format = ev
+		case tableMap:
+			rows = [][]byte{ev}
+		case writeRowsV1, writeRowsV2:
+			rows = append(rows, ev)
+		}
+		off += size
+	}
+	if format == nil || len(rows) < 2 {
+		t.Fatalf("%s: no format description or no row events", path)
+	}
+	return format, rows
+}
