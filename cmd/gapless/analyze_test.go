@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"gapless/internal/analyze"
 )
 
 const sampleBinlog = "../../internal/binlog/testdata/mariadb-10.11.bin"
@@ -33,8 +35,8 @@ func TestAnalyzeFromUntilOnFiles(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &report); err != nil {
 			t.Fatalf("%v: %v\n%s", c.args, err, out)
 		}
-		if report.Transactions != c.want || report.Batch != 32 || report.Speedup["writeset"]["8"] == 0 {
-			t.Errorf("%v: %d transactions, batch %d, speedups %v; want %d transactions, batch 32", c.args, report.Transactions, report.Batch, report.Speedup, c.want)
+		if report.Transactions != c.want || report.Batch != analyze.DefaultBatch || report.Speedup["writeset"]["8"] == 0 {
+			t.Errorf("%v: %d transactions, batch %d, speedups %v; want %d transactions, batch %d", c.args, report.Transactions, report.Batch, report.Speedup, c.want, analyze.DefaultBatch)
 		}
 	}
 }

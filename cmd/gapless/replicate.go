@@ -19,6 +19,7 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 
+	"gapless/internal/analyze"
 	"gapless/internal/apply"
 	"gapless/internal/binlog"
 	"gapless/internal/checkpoint"
@@ -79,7 +80,7 @@ else from the target's @@gtid_slave_pos, else from the source's first binlog.`,
 	fl.StringSliceVar(&f.ignoreDB, "ignore-db", nil, "do not apply these databases (repeatable or comma-separated)")
 	fl.StringSliceVar(&f.ignoreTable, "ignore-table", nil, "do not apply tables matching db.table, with % and _ as wildcards (e.g. db.%, db.t%)")
 	fl.Int64Var(&f.maxQueued, "max-queued", 64<<20, "bytes of decoded transactions held in memory ahead of the workers (the decoder waits beyond it)")
-	fl.IntVar(&f.batch, "batch", 32, "most consecutive transactions a worker applies in one target transaction (1: no batching)")
+	fl.IntVar(&f.batch, "batch", analyze.DefaultBatch, "most consecutive transactions a worker applies in one target transaction (1: no batching)")
 	fl.StringVar(&f.policy, "policy", "writeset", "what may run in parallel: "+strings.Join(schedule.Names, " | "))
 	fl.StringVar(&f.commitOrder, "commit-order", "strict", "strict (commit in source order) | causal (commit once dependencies have)")
 	fl.StringVar(&f.until, "until", "", "stop, exit 0, once this GTID position is applied (e.g. 0-1-51253,1-1-10)")
