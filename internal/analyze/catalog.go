@@ -10,7 +10,6 @@
 package analyze
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"slices"
@@ -158,13 +157,13 @@ func (c *keyLookup) Invalidate() {}
 // serverCatalog reads key definitions from information_schema; safe for
 // concurrent use.
 type serverCatalog struct {
-	db     *sql.DB
+	cat    *target.Catalog
 	mu     sync.Mutex
 	tables map[binlog.TableRef]*tableKeys
 }
 
 func newServerCatalog(db *sql.DB) *serverCatalog {
-	return &serverCatalog{db: db, tables: make(map[binlog.TableRef]*tableKeys)}
+	return &serverCatalog{cat: target.NewCatalog(db), tables: make(map[binlog.TableRef]*tableKeys)}
 }
 
 func (c *serverCatalog) keys(schema, table string) (*tableKeys, error) {
@@ -174,7 +173,7 @@ func (c *serverCatalog) keys(schema, table string) (*tableKeys, error) {
 	if k, ok := c.tables[name]; ok {
 		return k, nil
 	}
-	info, err := target.ReadTableKeys(context.Background(), c.db, schema, table)
+	info, err := c.cat.Read(schema, table)
 	if err != nil {
 		return nil, fmt.Errorf("read the keys of %s.%s from --schema-from: %w", schema, table, err)
 	}

@@ -49,10 +49,10 @@ func (c *Catalog) Table(schema, table string) (*schedule.TableInfo, error) {
 	}
 	// A target restart is waited out (the workers wait for it too); any
 	// other error stops the run.
-	info, err := c.read(schema, table)
+	info, err := c.Read(schema, table)
 	for wait, deadline := 100*time.Millisecond, time.Now().Add(catalogPatience); err != nil && Lost(err) && time.Now().Before(deadline); wait = min(2*wait, 5*time.Second) {
 		time.Sleep(wait)
-		info, err = c.read(schema, table)
+		info, err = c.Read(schema, table)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the keys of %s.%s on the target: %w", schema, table, err)
@@ -61,7 +61,10 @@ func (c *Catalog) Table(schema, table string) (*schedule.TableInfo, error) {
 	return info, nil
 }
 
-func (c *Catalog) read(schema, table string) (*schedule.TableInfo, error) {
+// Read reads one table's primary and unique keys from the server, whether it
+// takes part in a foreign key, now and without caching them; nil when the
+// table does not exist. Not safe for concurrent use.
+func (c *Catalog) Read(schema, table string) (*schedule.TableInfo, error) {
 	ctx := context.Background()
 	info, err := readKeys(ctx, c.db, schema, table)
 	if err != nil || info == nil {
@@ -89,25 +92,6 @@ func (c *Catalog) read(schema, table string) (*schedule.TableInfo, error) {
 		c.inForeignKey = in
 	}
 	info.ForeignKeys = c.inForeignKey[tableName{schema, table}]
-	return info, nil
-}
-
-// ReadTableKeys reads a table's primary and unique keys, and whether it takes
-// part in a foreign key, from the server; nil when the table does not exist.
-func ReadTableKeys(ctx context.Context, db *sql.DB, schema, table string) (*schedule.TableInfo, error) {
-	info, err := readKeys(ctx, db, schema, table)
-	if err != nil || info == nil {
-		return info, err
-	}
-	var fks int
-	err = db.QueryRowContext(ctx, `
-		SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS
-		WHERE (CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?) OR (UNIQUE_CONSTRAINT_SCHEMA = ? AND REFERENCED_TABLE_NAME = ?)`,
-		schema, table, schema, table).Scan(&fks)
-	if err != nil {
-		return nil, err
-	}
-	info.ForeignKeys = fks > 0
 	return info, nil
 }
 

@@ -203,11 +203,10 @@ func Batchable(txn *binlog.Transaction) bool {
 func (s *Session) batchScript(txns []*binlog.Transaction, checkpoint string) (body, tail []string, err error) {
 	last := txns[len(txns)-1]
 	if s.opts.KeepGTID {
-		body = append(body, fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=%d, @@session.gtid_seq_no=%d",
-			last.MariaDB.Domain, last.MariaDB.Server, last.MariaDB.Seq))
+		body = append(body, gtidStatement(last.MariaDB))
 	}
 	body = append(body, "BEGIN", checkpoint)
-	rows := rowBatcher{limit: (s.maxStatement - 1024) * 3 / 4}
+	rows := s.rowBatcher()
 	for _, txn := range txns {
 		if !Batchable(txn) {
 			return nil, nil, fmt.Errorf("%s cannot be applied in a batch", txn)
@@ -268,8 +267,7 @@ func (s *Session) run(script []string) error {
 // get their checkpoint in a transaction of their own.
 func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail []string, err error) {
 	if s.opts.KeepGTID && txn.Flavor == binlog.FlavorMariaDB {
-		body = append(body, fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=%d, @@session.gtid_seq_no=%d",
-			txn.MariaDB.Domain, txn.MariaDB.Server, txn.MariaDB.Seq))
+		body = append(body, gtidStatement(txn.MariaDB))
 	}
 	rolledBack := endsInRollback(txn)
 	begin := func() {
@@ -283,7 +281,7 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 	if begun {
 		begin()
 	}
-	rows := rowBatcher{limit: (s.maxStatement - 1024) * 3 / 4}
+	rows := s.rowBatcher()
 	var context []string // statements setting up the next query: INSERT_ID, RAND seeds, user variables
 	ended := false
 	for _, ev := range txn.Events {
@@ -389,6 +387,17 @@ func (s *Session) ownTransaction(checkpoint string) []string {
 		stmts = append(append([]string{"SET @@session.sql_log_bin=0"}, stmts...), "SET @@session.sql_log_bin=1")
 	}
 	return stmts
+}
+
+// gtidStatement makes the target write the next transaction under g.
+func gtidStatement(g gtid.MariaDBGTID) string {
+	return fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=%d, @@session.gtid_seq_no=%d", g.Domain, g.Server, g.Seq)
+}
+
+// rowBatcher starts a batcher whose BINLOG statements, in base64 (4 bytes
+// for 3) with the statement's own text, fit in one packet.
+func (s *Session) rowBatcher() rowBatcher {
+	return rowBatcher{limit: (s.maxStatement - 1024) * 3 / 4}
 }
 
 // rowBatcher gathers table map and row events into BINLOG statements no
