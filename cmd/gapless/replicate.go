@@ -245,6 +245,9 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		filtered = fmt.Sprintf(" (and passed %d filtered out)", res.Filtered)
 	}
 	fmt.Printf("%s: applied %d transactions%s in %s; position %s\n", res.Reason, res.Applied, filtered, time.Since(began).Round(time.Millisecond), res.Position.String())
+	if res.RolledBack > 0 {
+		fmt.Printf("the stop rolled back %d transactions of batches still executing; the next run applies them\n", res.RolledBack)
+	}
 	if f.verbose && res.Batches > 0 {
 		fmt.Printf("%d target transactions, %.1f source transactions each\n", res.Batches, float64(res.Applied)/float64(res.Batches))
 	}

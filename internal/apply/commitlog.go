@@ -74,6 +74,13 @@ func (l *commitLog) drop(gi int64) {
 	l.notifyLocked()
 }
 
+// dropped reports whether a stop dropped gi.
+func (l *commitLog) dropped(gi int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return gi > l.dropAbove
+}
+
 func (l *commitLog) committedLocked(gi int64) bool {
 	return gi <= l.lowWater || l.above[gi]
 }

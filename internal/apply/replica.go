@@ -99,9 +99,12 @@ type Progress struct {
 type Result struct {
 	Position gtid.MariaDBPosition
 	Applied  int64
-	Filtered int64  // transactions the filters left nothing of
-	Batches  int64  // target transactions the applied ones took
-	Reason   string // "until reached", "stopped"
+	Filtered int64 // transactions the filters left nothing of
+	Batches  int64 // target transactions the applied ones took
+	// RolledBack counts the transactions of batches a stop rolled back
+	// (they were executing still; the next run applies them).
+	RolledBack int64
+	Reason     string // "until reached", "stopped"
 }
 
 // Replica is one run of gapless replicate.
@@ -115,6 +118,8 @@ type Replica struct {
 	applied  atomic.Int64
 	filtered atomic.Int64
 	batches  atomic.Int64
+	// rolledBack counts the transactions of batches a stop rolled back.
+	rolledBack atomic.Int64
 
 	mu         sync.Mutex
 	position   gtid.MariaDBPosition // gap-less applied position
@@ -306,6 +311,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		reason    string
 		runErr    error
 		stopped   = ctx.Done()
+		grace     <-chan time.Time // a stop's grace for the batches in flight
 	)
 	received := recvErr // nil once the receiver has ended
 	queue := (<-chan *binlog.Transaction)(txns)
@@ -369,7 +375,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			if received != nil {
 				<-recvErr
 			}
-			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), Reason: reason}, runErr
+			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), Reason: reason}, runErr
 		}
 		var in <-chan *binlog.Transaction
 		if !stopping && len(idle) > 0 && barrier == 0 {
@@ -387,6 +393,10 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			stopped = nil
 			stopping, reason = true, "stopped"
 			r.clog.drop(r.highestStarted())
+			grace = time.After(stopGrace)
+		case <-grace:
+			grace = nil
+			r.interruptBatches()
 		case err := <-received:
 			received = nil
 			if !stopping {

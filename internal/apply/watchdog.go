@@ -110,8 +110,6 @@ func (r *Replica) breakLockCycles(ctx context.Context) {
 	rows.Close()
 	for _, conn := range kills {
 		r.log.Info("interrupting a later transaction that holds a lock an earlier one waits for", "connection", conn)
-		if _, err := r.cfg.Target.ExecContext(ctx, "KILL QUERY ?", conn); err != nil {
-			r.log.Debug("watchdog: cannot interrupt", "connection", conn, "error", err)
-		}
+		r.killQuery(ctx, conn)
 	}
 }

@@ -84,6 +84,7 @@ type worker struct {
 	mu     sync.Mutex
 	status WorkerStatus
 	gi     int64 // group index of the transaction held
+	held   *job  // the job held, nil when idle
 }
 
 type committedTxn struct {
@@ -106,6 +107,7 @@ func (w *worker) setState(s WorkerState, j *job) {
 	w.status.Since = time.Now()
 	w.status.GTID = ""
 	w.gi = 0
+	w.held = j
 	if j != nil {
 		w.status.GTID = j.lastTxn().GTID()
 		if len(j.txns) > 1 {
@@ -281,10 +283,14 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			continue
 		}
 		if target.Interrupted(ae.Err) {
-			// The watchdog broke a lock wait; the statement it interrupted may
-			// have been the COMMIT, so the checkpoint, read on a new
-			// connection, says whether to run the job again.
+			// The watchdog broke a lock wait, or a stop rolled back a batch;
+			// the statement interrupted may have been the COMMIT, so the
+			// checkpoint, read on a new connection, says whether the job
+			// committed and, unless the stop dropped it, must run again.
 			w.close()
+			if clog.dropped(j.gi) {
+				return w.settleDropped(run, j)
+			}
 			continue
 		}
 		if ae.Transient() && retries < maxRetries {
@@ -304,6 +310,23 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		}
 		return ae
 	}
+}
+
+// settleDropped ends a job a stop interrupted: it committed if the
+// checkpoint says so, and is dropped otherwise.
+func (w *worker) settleDropped(ctx context.Context, j *job) error {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	done, err := w.applied(ctx, j.lastTxn())
+	if err != nil {
+		return fmt.Errorf("a stop interrupted %s, and whether it committed is unknown: %w", j.lastTxn().GTID(), err)
+	}
+	if done {
+		w.committed(j)
+		return nil
+	}
+	w.replica.rolledBack.Add(int64(len(j.txns)))
+	return errDropped
 }
 
 // committed records the job's transactions as committed.

@@ -1,0 +1,70 @@
+// stop.go keeps a stop fast when batches are in flight. A stop lets each
+// worker finish what it has started, but a batch can hold many slow
+// transactions. Under strict commit order what has committed is always a
+// prefix of the source's order, so a batch still executing once stopGrace
+// has passed is rolled back instead: the stop point moves to just before it,
+// and everything from there on is dropped, as is a job still waiting for
+// its dependencies. A single transaction in flight still finishes, as it
+// would without batching.
+package apply
+
+import (
+	"context"
+	"math"
+	"time"
+)
+
+const (
+	// stopGrace is how long a stop waits for the batches in flight before it
+	// rolls them back.
+	stopGrace = 500 * time.Millisecond
+	// settleTimeout bounds reading the checkpoint after a stop interrupted a job.
+	settleTimeout = 10 * time.Second
+)
+
+// interruptBatches rolls back the batches still executing, and every job
+// after the first of them that is executing too; a job that has not started
+// yet is dropped with everything after it.
+func (r *Replica) interruptBatches() {
+	if r.cfg.CommitOrder != Strict {
+		return
+	}
+	type executing struct{ gi, conn int64 }
+	var running []executing
+	first := int64(math.MaxInt64)
+	for _, w := range r.currentWorkers() {
+		w.mu.Lock()
+		j, st, conn := w.held, w.status.State, w.connID
+		w.mu.Unlock()
+		switch {
+		case j == nil:
+		case st == StateWaitingDeps:
+			// Not started: dropping it costs nothing.
+			first = min(first, j.gi)
+		case st == StateApplying && conn != 0:
+			running = append(running, executing{j.gi, conn})
+			if len(j.txns) > 1 {
+				first = min(first, j.gi)
+			}
+		}
+	}
+	if first == math.MaxInt64 {
+		return
+	}
+	r.clog.drop(first - 1)
+	ctx, cancel := context.WithTimeout(context.Background(), watchdogQueryTimeout)
+	defer cancel()
+	for _, x := range running {
+		if x.gi >= first {
+			r.log.Info("stop: rolling back a batch still executing", "connection", x.conn)
+			r.killQuery(ctx, x.conn)
+		}
+	}
+}
+
+// killQuery interrupts the statement a target connection is running.
+func (r *Replica) killQuery(ctx context.Context, conn int64) {
+	if _, err := r.cfg.Target.ExecContext(ctx, "KILL QUERY ?", conn); err != nil {
+		r.log.Debug("cannot interrupt", "connection", conn, "error", err)
+	}
+}
