@@ -26,9 +26,7 @@ type Catalog struct {
 	db     *sql.DB
 	tables map[tableName]*schedule.TableInfo
 	// inForeignKey holds every table that takes part in a foreign key, as
-	// child or parent; nil until read. One query for all tables: asking
-	// information_schema about one table's references makes the server open
-	// every table, about 25 ms each time.
+	// child or parent; nil until read (foreignKeyTables).
 	inForeignKey map[tableName]bool
 }
 
@@ -71,28 +69,97 @@ func (c *Catalog) Read(schema, table string) (*schedule.TableInfo, error) {
 		return info, err
 	}
 	if c.inForeignKey == nil {
-		rows, err := c.db.QueryContext(ctx, `
-			SELECT CONSTRAINT_SCHEMA, TABLE_NAME, UNIQUE_CONSTRAINT_SCHEMA, REFERENCED_TABLE_NAME
-			FROM information_schema.REFERENTIAL_CONSTRAINTS`)
-		if err != nil {
+		if c.inForeignKey, err = foreignKeyTables(ctx, c.db); err != nil {
 			return nil, err
 		}
-		defer rows.Close()
-		in := map[tableName]bool{}
-		for rows.Next() {
-			var child, parent tableName
-			if err := rows.Scan(&child.schema, &child.table, &parent.schema, &parent.table); err != nil {
-				return nil, err
-			}
-			in[child], in[parent] = true, true
-		}
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		c.inForeignKey = in
 	}
 	info.ForeignKeys = c.inForeignKey[tableName{schema, table}]
 	return info, nil
+}
+
+// foreignKeyTables lists every table that takes part in a foreign key. It
+// reads InnoDB's dictionary, which costs well under a millisecond however
+// many tables the server has. Where that is not readable (it takes the
+// PROCESS privilege) or names a table in a form decodeFileName does not
+// know, it asks information_schema.REFERENTIAL_CONSTRAINTS, which opens every
+// table of the server: measured on MariaDB 10.11 with 2 000 tables, 1.1 s
+// the first time and 74 ms after, at the start and after every DDL.
+func foreignKeyTables(ctx context.Context, db *sql.DB) (map[tableName]bool, error) {
+	if in, ok := dictionaryForeignKeyTables(ctx, db); ok {
+		return in, nil
+	}
+	rows, err := db.QueryContext(ctx, `
+		SELECT CONSTRAINT_SCHEMA, TABLE_NAME, UNIQUE_CONSTRAINT_SCHEMA, REFERENCED_TABLE_NAME
+		FROM information_schema.REFERENTIAL_CONSTRAINTS`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	in := map[tableName]bool{}
+	for rows.Next() {
+		var child, parent tableName
+		if err := rows.Scan(&child.schema, &child.table, &parent.schema, &parent.table); err != nil {
+			return nil, err
+		}
+		in[child], in[parent] = true, true
+	}
+	return in, rows.Err()
+}
+
+// dictionaryForeignKeyTables reads the tables of every foreign key from
+// InnoDB's dictionary, where they are named "database/table" in the
+// server's file-name encoding; ok is false when it cannot.
+func dictionaryForeignKeyTables(ctx context.Context, db *sql.DB) (in map[tableName]bool, ok bool) {
+	rows, err := db.QueryContext(ctx, "SELECT FOR_NAME, REF_NAME FROM information_schema.INNODB_SYS_FOREIGN")
+	if err != nil {
+		return nil, false
+	}
+	defer rows.Close()
+	in = map[tableName]bool{}
+	for rows.Next() {
+		var child, parent string
+		if rows.Scan(&child, &parent) != nil {
+			return nil, false
+		}
+		for _, path := range []string{child, parent} {
+			schema, table, found := strings.Cut(path, "/")
+			schema, okSchema := decodeFileName(schema)
+			table, okTable := decodeFileName(table)
+			if !found || !okSchema || !okTable {
+				return nil, false
+			}
+			in[tableName{schema, table}] = true
+		}
+	}
+	return in, rows.Err() == nil
+}
+
+// decodeFileName turns a database or table name from the server's file-name
+// encoding back into the name: a character other than ASCII letters,
+// digits and underscore is "@" and four hex digits of its code point. A
+// letter of some other alphabets has a shorter code ("@0G"); for those ok is
+// false.
+func decodeFileName(s string) (name string, ok bool) {
+	if !strings.Contains(s, "@") {
+		return s, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '@' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+5 > len(s) {
+			return "", false
+		}
+		code, err := strconv.ParseUint(s[i+1:i+5], 16, 32)
+		if err != nil {
+			return "", false
+		}
+		b.WriteRune(rune(code))
+		i += 4
+	}
+	return b.String(), true
 }
 
 // readKeys reads a table's primary and unique keys; nil when the table does not exist.
