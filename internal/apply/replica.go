@@ -120,6 +120,8 @@ type Replica struct {
 	batches  atomic.Int64
 	// rolledBack counts the transactions of batches a stop rolled back.
 	rolledBack atomic.Int64
+	// lastConflict is when the watchdog last broke a lock wait (Unix ns).
+	lastConflict atomic.Int64
 
 	mu         sync.Mutex
 	position   gtid.MariaDBPosition // gap-less applied position

@@ -174,6 +174,12 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			return err
 		}
 	}
+	if strict && w.replica.serializing() {
+		// Conflicts the policy cannot see are about: start at the turn.
+		if err := clog.waitTurn(run, j.gi, nil); err != nil {
+			return err
+		}
+	}
 	retries := 0
 	// lateRetry: a job that failed after starting beside its dependencies
 	// runs once more after everything before it has committed, so that an

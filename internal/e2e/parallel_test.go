@@ -10,8 +10,11 @@ import (
 	"fmt"
 	"math/rand"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // conflictWorkload runs clients concurrently on the primary, so the binlog
@@ -25,6 +28,10 @@ func conflictWorkload(t *testing.T, sb *sandboxT, clients, perClient int) {
 		"CREATE TABLE IF NOT EXISTS hot.pair (id INT PRIMARY KEY, k VARCHAR(20) COLLATE utf8mb4_general_ci NOT NULL, UNIQUE KEY (k)) ENGINE=InnoDB",
 		"INSERT IGNORE INTO hot.pair VALUES (1, 'a'), (2, 'B'), (3, 'c'), (4, 'D')",
 		"CREATE TABLE IF NOT EXISTS hot.nokey (who INT, v INT) ENGINE=InnoDB",
+		"CREATE TABLE IF NOT EXISTS hot.parent (id INT PRIMARY KEY) ENGINE=InnoDB",
+		"INSERT IGNORE INTO hot.parent (id) SELECT seq FROM hot.seq_1_to_3",
+		"CREATE TABLE IF NOT EXISTS hot.child (id BIGINT AUTO_INCREMENT PRIMARY KEY, parent INT NOT NULL, v INT, "+
+			"FOREIGN KEY (parent) REFERENCES hot.parent (id) ON DELETE CASCADE) ENGINE=InnoDB",
 		"CREATE DATABASE IF NOT EXISTS other",
 		"CREATE TABLE IF NOT EXISTS other.events (id BIGINT AUTO_INCREMENT PRIMARY KEY, client INT, v INT) ENGINE=InnoDB",
 	)
@@ -59,7 +66,7 @@ func conflictTransaction(db *sql.DB, rng *rand.Rand, client int) error {
 		return err
 	}
 	var stmts []string
-	switch rng.Intn(5) {
+	switch rng.Intn(7) {
 	case 0:
 		stmts = []string{fmt.Sprintf("UPDATE hot.counter SET n = n + 1 WHERE id = %d", 1+rng.Intn(5))}
 	case 1:
@@ -77,6 +84,14 @@ func conflictTransaction(db *sql.DB, rng *rand.Rand, client int) error {
 		}
 	case 2:
 		stmts = []string{fmt.Sprintf("INSERT INTO hot.nokey VALUES (%d, %d)", client, rng.Intn(100))}
+	case 3:
+		stmts = []string{fmt.Sprintf("INSERT INTO hot.child (parent, v) VALUES (%d, %d)", 1+rng.Intn(3), rng.Intn(100))}
+	case 4:
+		// The cascade deletes children on each server by itself: the binlog
+		// has only the parent's row events, so only the foreign key tells
+		// that this transaction and a child's insert meet.
+		p := 1 + rng.Intn(3)
+		stmts = []string{fmt.Sprintf("DELETE FROM hot.parent WHERE id = %d", p), fmt.Sprintf("INSERT INTO hot.parent (id) VALUES (%d)", p)}
 	default:
 		stmts = []string{fmt.Sprintf("INSERT INTO other.events (client, v) VALUES (%d, %d)", client, rng.Intn(1000))}
 	}
@@ -148,4 +163,121 @@ func TestKillDuringParallelApplyThenRestart(t *testing.T) {
 			requireEqualData(t, sb, order == "causal")
 		})
 	}
+}
+
+// A parent's delete cascades to its children on each server by itself, so
+// the binlog has no row events for the children it removes: only the
+// catalog's list of foreign-key tables keeps such a transaction and a
+// child's insert in the primary's order. Single transactions under causal
+// order would otherwise commit in either order.
+func TestForeignKeyTablesKeepTheirOrder(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE fk",
+		"CREATE TABLE fk.parent (id INT PRIMARY KEY) ENGINE=InnoDB",
+		"INSERT INTO fk.parent VALUES (1), (2)",
+		"CREATE TABLE fk.child (id BIGINT AUTO_INCREMENT PRIMARY KEY, parent INT NOT NULL, v INT, "+
+			"FOREIGN KEY (parent) REFERENCES fk.parent (id) ON DELETE CASCADE) ENGINE=InnoDB")
+	db := rootDB(t, sb.Primary)
+	db.SetMaxOpenConns(5)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for c := 0; c < 4; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(c)))
+			for i := 0; i < 300; i++ {
+				p := 1 + rng.Intn(2)
+				stmts := []string{fmt.Sprintf("INSERT INTO fk.child (parent, v) VALUES (%d, %d)", p, i)}
+				if i%2 == 1 {
+					stmts = []string{fmt.Sprintf("DELETE FROM fk.parent WHERE id = %d", p), fmt.Sprintf("INSERT INTO fk.parent VALUES (%d)", p)}
+				}
+				tx, err := db.Begin()
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, s := range stmts {
+					if _, err = tx.Exec(s); err != nil {
+						break
+					}
+				}
+				if err == nil {
+					err = tx.Commit()
+				} else {
+					tx.Rollback()
+				}
+				if err != nil && !isDeadlock(err) {
+					errs <- err
+					return
+				}
+			}
+		}(c)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, order := range []string{"strict", "causal"} {
+		t.Run(order, func(t *testing.T) {
+			mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "DROP DATABASE IF EXISTS fk", "DROP DATABASE IF EXISTS gapless", "RESET MASTER")
+			replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"),
+				"--workers", "8", "--policy", "writeset", "--commit-order", order, "--batch", "1")
+			requireEqualData(t, sb, order == "causal")
+		})
+	}
+}
+
+// On the target a trigger makes every insert also update one counter row: a
+// conflict the writeset keys, read from the row events, cannot see. Under
+// strict order later transactions then execute first, hold the counter row
+// and wait for their turn, while an earlier one waits for its lock. The
+// watchdog must break each such wait at once (a stall would last until
+// innodb_lock_wait_timeout, or for ever): the run ends, and the counter
+// counts each insert once, however often one was rolled back and retried.
+func TestWatchdogBreaksConflictsThePolicyCannotSee(t *testing.T) {
+	sb := upSandbox(t)
+	relay := filepath.Join(t.TempDir(), "relay")
+	mustExec(t, sb.Primary, "CREATE DATABASE trig", "CREATE TABLE trig.a (id INT PRIMARY KEY, v INT) ENGINE=InnoDB")
+	replicateUntilCaughtUp(t, sb, relay)
+	mustExec(t, sb.Target,
+		"SET GLOBAL slave_run_triggers_for_rbr = YES",
+		"SET SESSION sql_log_bin = 0",
+		"CREATE DATABASE side",
+		"CREATE TABLE side.counter (id INT PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB",
+		"INSERT INTO side.counter VALUES (1, 0)",
+		"CREATE TRIGGER trig.count AFTER INSERT ON trig.a FOR EACH ROW UPDATE side.counter SET n = n + 1 WHERE id = 1")
+	const inserts = 120
+	var stmts []string
+	for i := 1; i <= inserts; i++ {
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO trig.a VALUES (%d, %d)", i, i))
+	}
+	mustExec(t, sb.Primary, stmts...)
+
+	cmd, _, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, relay,
+		"--until", binlogPos(t, sb.Primary), "--workers", "8", "--batch", "1", "-v")...)
+	done := make(chan run, 1)
+	go func() { done <- wait() }()
+	select {
+	case r := <-done:
+		if r.code != 0 {
+			t.Fatalf("replicate exited %d:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		t.Logf("%s; %d lock waits broken", strings.TrimSpace(r.stdout), strings.Count(r.stderr, "rolled back to let")+strings.Count(r.stderr, "interrupting"))
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Signal(syscall.SIGTERM)
+		r := <-done
+		t.Fatalf("the run stalled on conflicts the watchdog should break: %s", strings.TrimSpace(r.stdout))
+	}
+	var n int
+	if err := rootDB(t, sb.Target).QueryRow("SELECT n FROM side.counter").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != inserts {
+		t.Errorf("the target's trigger counted %d inserts, want %d (each exactly once)", n, inserts)
+	}
+	mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "DROP TRIGGER trig.count", "DROP DATABASE side")
+	requireEqual(t, sb)
 }
