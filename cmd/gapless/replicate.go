@@ -170,6 +170,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	if err := checkTargetPrivileges(ctx, tgtDB, tgtCfg); err != nil {
 		return err
 	}
+	warnWithoutProcess(ctx, tgtDB, logger)
 	writeBinlog, err := targetWritesBinlog(ctx, tgtDB, !f.noTargetBinlog)
 	if err != nil {
 		return err
@@ -360,6 +361,20 @@ func checkTargetPrivileges(ctx context.Context, db *sql.DB, cfg dburl.Config) er
 	}
 	return fmt.Errorf("target %s: user %s lacks %s; on the target, GRANT %s ON *.* TO %s (it also needs the data privileges on the replicated schemas and on %s.*, e.g. GRANT ALL ON *.*); nothing was applied",
 		cfg.Addr(), account, strings.Join(missing, ", and "), strings.Join(grants, ", "), account, checkpoint.Schema)
+}
+
+// warnWithoutProcess warns when the target user cannot read InnoDB's lock
+// waits and dictionary, which takes the PROCESS privilege. The run works
+// without, but the watchdog is blind and foreign keys are read the slow way.
+func warnWithoutProcess(ctx context.Context, db *sql.DB, logger *slog.Logger) {
+	var n int
+	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS").Scan(&n)
+	var me *mysqldriver.MySQLError
+	if errors.As(err, &me) && me.Number == 1227 {
+		logger.Warn("the target user lacks the PROCESS privilege: a lock wait the policy could not foresee " +
+			"(a trigger on the target, for one) then lasts until innodb_lock_wait_timeout, and foreign keys are read " +
+			"from information_schema, which opens every table; GRANT PROCESS ON *.* TO the apply user")
+	}
 }
 
 // targetWritesBinlog reports whether applied transactions go to the target's binlog.
