@@ -162,6 +162,10 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	if err := checkSource(ctx, srcDB, srcCfg); err != nil {
 		return err
 	}
+	srcTLS, err := srcCfg.TLS()
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
 	tgtDB, tgtCfg, err := dburl.Open(f.target, targetParams)
 	if err != nil {
 		return fmt.Errorf("target: %w", err)
@@ -205,7 +209,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		Stream: f.stream,
 		Receiver: binlog.ReceiverConfig{
 			Host: srcCfg.Host, Port: uint16(srcCfg.Port), User: srcCfg.User, Password: srcCfg.Password,
-			ServerID: serverID, Logger: logger,
+			ServerID: serverID, TLS: srcTLS, Logger: logger,
 		},
 		Relay:       binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize},
 		Target:      tgtDB,

@@ -48,6 +48,9 @@ func Source(ctx context.Context, cfg SourceConfig, opts Options) (*Report, error
 		return nil, fmt.Errorf("source: %w", err)
 	}
 	defer db.Close()
+	if _, err := conn.TLS(); err != nil {
+		return nil, fmt.Errorf("source: %w", err)
+	}
 	var version string
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
 		return nil, fmt.Errorf("source %s: %w", conn.Addr(), err)
@@ -124,6 +127,7 @@ type dumpSource struct {
 }
 
 func (d *dumpSource) newSyncer() *replication.BinlogSyncer {
+	tlsConfig, _ := d.conn.TLS() // checked when the source was opened
 	return replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
 		ServerID:         d.cfg.ServerID,
 		Flavor:           d.flavor,
@@ -135,6 +139,7 @@ func (d *dumpSource) newSyncer() *replication.BinlogSyncer {
 		HeartbeatPeriod:  time.Second,
 		ReadTimeout:      30 * time.Second,
 		DisableRetrySync: true,
+		TLSConfig:        tlsConfig,
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 }

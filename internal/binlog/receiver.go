@@ -9,6 +9,7 @@ package binlog
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -37,7 +38,9 @@ type ReceiverConfig struct {
 	// must differ from every server id in the topology.
 	ServerID  uint32
 	Heartbeat time.Duration // default 1 s
-	Logger    *slog.Logger
+	// TLS encrypts the dump connection when set (the source URL's tls).
+	TLS    *tls.Config
+	Logger *slog.Logger
 }
 
 // Receiver copies the source's binlog into a relay log.
@@ -152,6 +155,7 @@ func (r *Receiver) session(ctx context.Context) error {
 		ReadTimeout:         5*r.cfg.Heartbeat + 5*time.Second,
 		DisableRetrySync:    true,
 		VerifyChecksum:      true,
+		TLSConfig:           r.cfg.TLS,
 		RowsEventDecodeFunc: func(*replication.RowsEvent, []byte) error { return nil },
 		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Option: func(*client.Conn) error {

@@ -7,6 +7,7 @@ package dburl
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -96,6 +97,37 @@ func Parse(raw string) (Config, error) {
 	return cfg, nil
 }
 
+// TLS is the TLS setting of the URL's tls parameter for connections that
+// gapless makes itself (apply connections, the binlog dump): nil for none
+// ("false" or absent); "true" verifies the server's certificate against the
+// system's roots and the host name; "skip-verify" and "preferred" encrypt
+// without verifying.
+func (c Config) TLS() (*tls.Config, error) {
+	switch v := c.Params["tls"]; v {
+	case "", "false":
+		return nil, nil
+	case "true":
+		return &tls.Config{ServerName: c.Host}, nil
+	case "skip-verify", "preferred":
+		return &tls.Config{InsecureSkipVerify: true}, nil
+	default:
+		return nil, fmt.Errorf("URL parameter tls=%s: want true, skip-verify, preferred or false", v)
+	}
+}
+
+// Timeout is the URL's timeout parameter (for connecting), or def.
+func (c Config) Timeout(def time.Duration) (time.Duration, error) {
+	v, ok := c.Params["timeout"]
+	if !ok {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("URL parameter timeout=%s: want a duration such as 10s", v)
+	}
+	return d, nil
+}
+
 // Addr is host:port, bracketing IPv6 hosts.
 func (c Config) Addr() string {
 	return net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
@@ -158,9 +190,39 @@ func Open(url string, params map[string]string) (*sql.DB, Config, error) {
 	defer cancel()
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
+		if requiresTLS(ctx, err, cfg, params) {
+			return nil, Config{}, fmt.Errorf("%s refused user '%s' over an unencrypted connection and accepts it over TLS (require_secure_transport, or REQUIRE SSL): add ?tls=true to the URL (or tls=skip-verify, which does not check the server's certificate)", cfg.Addr(), cfg.User)
+		}
 		return nil, Config{}, Explain(err, cfg)
 	}
 	return db, cfg, nil
+}
+
+// requiresTLS reports whether an access denied without TLS is the server's
+// demand for an encrypted connection: MariaDB answers both with error 1045.
+// It tries once more over TLS, without checking the certificate.
+func requiresTLS(ctx context.Context, err error, cfg Config, params map[string]string) bool {
+	var myErr *mysql.MySQLError
+	if _, set := cfg.Params["tls"]; set || !errors.As(err, &myErr) || myErr.Number != 1045 {
+		return false
+	}
+	db, err := sql.Open("mysql", cfg.DSN("", mergeParams(params, map[string]string{"tls": "skip-verify"})))
+	if err != nil {
+		return false
+	}
+	defer db.Close()
+	return db.PingContext(ctx) == nil
+}
+
+func mergeParams(a, b map[string]string) map[string]string {
+	m := make(map[string]string, len(a)+len(b))
+	for k, v := range a {
+		m[k] = v
+	}
+	for k, v := range b {
+		m[k] = v
+	}
+	return m
 }
 
 // Explain rewrites a driver error from connecting to cfg's server as a

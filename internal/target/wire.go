@@ -13,7 +13,6 @@ package target
 
 import (
 	"context"
-	"crypto/tls"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -50,23 +49,13 @@ var clientParams = map[string]bool{
 // parameters apply; any other parameter that is not a client setting is a
 // session variable, set after login.
 func dial(ctx context.Context, cfg dburl.Config) (*wire, error) {
-	timeout := dialTimeout
-	if v, ok := cfg.Params["timeout"]; ok {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return nil, fmt.Errorf("URL parameter timeout=%s: %v", v, err)
-		}
-		timeout = d
+	timeout, err := cfg.Timeout(dialTimeout)
+	if err != nil {
+		return nil, err
 	}
-	var tlsConfig *tls.Config
-	switch v := cfg.Params["tls"]; v {
-	case "", "false":
-	case "true":
-		tlsConfig = &tls.Config{ServerName: cfg.Host}
-	case "skip-verify", "preferred":
-		tlsConfig = &tls.Config{InsecureSkipVerify: true}
-	default:
-		return nil, fmt.Errorf("URL parameter tls=%s: want true, skip-verify, preferred or false", v)
+	tlsConfig, err := cfg.TLS()
+	if err != nil {
+		return nil, err
 	}
 	dialer := &net.Dialer{Timeout: timeout}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
