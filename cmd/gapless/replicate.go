@@ -166,6 +166,10 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	if err != nil {
 		return fmt.Errorf("source: %w", err)
 	}
+	srcTimeout, err := srcCfg.Timeout(0)
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
 	tgtDB, tgtCfg, err := dburl.Open(f.target, targetParams)
 	if err != nil {
 		return fmt.Errorf("target: %w", err)
@@ -209,7 +213,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		Stream: f.stream,
 		Receiver: binlog.ReceiverConfig{
 			Host: srcCfg.Host, Port: uint16(srcCfg.Port), User: srcCfg.User, Password: srcCfg.Password,
-			ServerID: serverID, TLS: srcTLS, Logger: logger,
+			ServerID: serverID, TLS: srcTLS, DialTimeout: srcTimeout, Logger: logger,
 		},
 		Relay:       binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize},
 		Target:      tgtDB,

@@ -39,8 +39,11 @@ type ReceiverConfig struct {
 	ServerID  uint32
 	Heartbeat time.Duration // default 1 s
 	// TLS encrypts the dump connection when set (the source URL's tls).
-	TLS    *tls.Config
-	Logger *slog.Logger
+	TLS *tls.Config
+	// DialTimeout bounds connecting to the source (the source URL's
+	// timeout); 0: the binlog library's 10 s.
+	DialTimeout time.Duration
+	Logger      *slog.Logger
 }
 
 // Receiver copies the source's binlog into a relay log.
@@ -156,6 +159,7 @@ func (r *Receiver) session(ctx context.Context) error {
 		DisableRetrySync:    true,
 		VerifyChecksum:      true,
 		TLSConfig:           r.cfg.TLS,
+		Dialer:              (&net.Dialer{Timeout: r.cfg.DialTimeout}).DialContext,
 		RowsEventDecodeFunc: func(*replication.RowsEvent, []byte) error { return nil },
 		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Option: func(*client.Conn) error {
