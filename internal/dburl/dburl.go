@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -206,23 +207,17 @@ func requiresTLS(ctx context.Context, err error, cfg Config, params map[string]s
 	if _, set := cfg.Params["tls"]; set || !errors.As(err, &myErr) || myErr.Number != 1045 {
 		return false
 	}
-	db, err := sql.Open("mysql", cfg.DSN("", mergeParams(params, map[string]string{"tls": "skip-verify"})))
+	withTLS := maps.Clone(params)
+	if withTLS == nil {
+		withTLS = map[string]string{}
+	}
+	withTLS["tls"] = "skip-verify"
+	db, err := sql.Open("mysql", cfg.DSN("", withTLS))
 	if err != nil {
 		return false
 	}
 	defer db.Close()
 	return db.PingContext(ctx) == nil
-}
-
-func mergeParams(a, b map[string]string) map[string]string {
-	m := make(map[string]string, len(a)+len(b))
-	for k, v := range a {
-		m[k] = v
-	}
-	for k, v := range b {
-		m[k] = v
-	}
-	return m
 }
 
 // Explain rewrites a driver error from connecting to cfg's server as a
