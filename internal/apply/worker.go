@@ -93,8 +93,10 @@ type committedTxn struct {
 }
 
 func newWorker(r *Replica, slot int) *worker {
+	opts := r.cfg.Session
+	opts.Warn = func(msg string) { r.log.Warn(msg) }
 	return &worker{
-		slot: slot, replica: r, db: r.cfg.Target, opts: r.cfg.Session, log: r.log,
+		slot: slot, replica: r, db: r.cfg.Target, opts: opts, log: r.log,
 		jobs: make(chan *job, 1), yield: make(chan struct{}, 1),
 		status: WorkerStatus{Slot: slot, State: StateIdle, Since: time.Now()},
 	}
@@ -229,9 +231,9 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		stmt := w.checkpointStatement(j)
 		skip := j.skip
 		var err error
-		if !skip && txn.Has(binlog.FlagStandalone) {
-			// A standalone statement commits before its checkpoint: it may be on the target already.
-			skip, err = w.session.InBinlog(run, txn)
+		if !skip && len(j.txns) == 1 && target.AppliesAlone(txn) {
+			// A DDL, a non-transactional write or an XA PREPARE is on the target before its checkpoint: it may be there already.
+			skip, err = w.session.AppliedAlone(run, txn)
 		}
 		// Whose turn it already is (always so with causal order) commits
 		// in the same round trip as it executes.
@@ -242,6 +244,12 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			} else {
 				err = w.session.Execute(run, j.txns, stmt)
 			}
+		}
+		if err == nil && w.session != nil {
+			// An XA PREPARE or a raised max_allowed_packet leaves the session on a new connection.
+			w.mu.Lock()
+			w.connID = w.session.ConnectionID()
+			w.mu.Unlock()
 		}
 		if err == nil && strict && !commitNow {
 			if early {

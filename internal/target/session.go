@@ -36,6 +36,9 @@ type Options struct {
 	MaxStatement int
 	// Server is the target's address and credentials.
 	Server dburl.Config
+	// Warn, when set, hears of changes gapless makes to the target's
+	// configuration (a max_allowed_packet raised for a large row event).
+	Warn func(msg string)
 }
 
 // Session applies transactions over one target connection.
@@ -162,10 +165,19 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 	if err != nil {
 		return err
 	}
+	if err := s.makeRoom(format, body, tail); err != nil {
+		return newApplyError(txns[len(txns)-1], err)
+	}
 	script := append(format, body...)
-	if commit {
+	xaPrepare := len(txns) == 1 && shapeOf(first) == shapeXAPrepare
+	switch {
+	case xaPrepare:
+		// The prepared XA transaction holds this connection until it ends:
+		// the position goes in on a new one.
+		defer func() { s.tail = tail }()
+	case commit:
 		script = append(script, tail...)
-	} else {
+	default:
 		s.tail = tail
 	}
 	if err := s.run(script); err != nil {
@@ -176,7 +188,27 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 		return newApplyError(txns[len(txns)-1], err)
 	}
 	s.format = first.Format.Raw
+	if xaPrepare {
+		if err := s.reopen(); err != nil {
+			return newApplyError(first, err)
+		}
+		if commit {
+			return s.Commit(context.Background(), first)
+		}
+	}
 	return nil
+}
+
+// reopen gives up the connection for a new one, forgetting its state.
+func (s *Session) reopen() error {
+	s.conn.close()
+	s.Forget()
+	conn, err := dial(context.Background(), s.opts.Server)
+	if err != nil {
+		return err
+	}
+	s.conn = conn
+	return s.prepare()
 }
 
 // Batchable reports whether txn may share a target transaction with its
@@ -203,9 +235,9 @@ func Batchable(txn *binlog.Transaction) bool {
 func (s *Session) batchScript(txns []*binlog.Transaction, checkpoint string) (body, tail []string, err error) {
 	last := txns[len(txns)-1]
 	if s.opts.KeepGTID {
-		body = append(body, gtidStatement(last.MariaDB))
+		body = append(body, gtidStatements(last.MariaDB)...)
 	}
-	body = append(body, "BEGIN", checkpoint)
+	body = append(body, beginStatement, checkpoint)
 	rows := s.rowBatcher()
 	for _, txn := range txns {
 		if !Batchable(txn) {
@@ -242,37 +274,70 @@ func (s *Session) Rollback(ctx context.Context) {
 	s.conn.exec([]string{"ROLLBACK"})
 }
 
-// run sends the statements in as few round trips as max_allowed_packet allows.
+// run sends the statements in as few round trips as max_allowed_packet
+// allows. A statement the source logged with an error ends its round trip,
+// and must fail with that same error (see expecting).
 func (s *Session) run(script []string) error {
-	from, size := 0, 0
-	for i, stmt := range script {
-		if len(stmt) > s.maxStatement {
-			return fmt.Errorf("a statement of %d bytes exceeds the target's max_allowed_packet; raise it", len(stmt))
-		}
-		if i > from && size+len(stmt)+2 > s.maxStatement {
-			if err := s.conn.exec(script[from:i]); err != nil {
+	var packet []string
+	size := 0
+	send := func(expect uint16) error {
+		err := s.conn.exec(packet)
+		packet, size = packet[:0], 0
+		return checkExpected(err, expect)
+	}
+	for _, stmt := range script {
+		expect, text := splitExpected(stmt)
+		if len(text) > s.maxStatement {
+			if len(packet) > 0 {
+				if err := send(0); err != nil {
+					return err
+				}
+			}
+			if err := s.runFragmented(text); err != nil {
 				return err
 			}
-			from, size = i, 0
+			continue
 		}
-		size += len(stmt) + 2
+		if len(packet) > 0 && size+len(text)+2 > s.maxStatement {
+			if err := send(0); err != nil {
+				return err
+			}
+		}
+		packet = append(packet, text)
+		size += len(text) + 2
+		if expect != 0 {
+			if err := send(expect); err != nil {
+				return err
+			}
+		}
 	}
-	return s.conn.exec(script[from:])
+	if len(packet) > 0 {
+		return send(0)
+	}
+	return nil
 }
 
 // script lists the statements that apply txn: body runs it up to its
-// commit, tail commits it. The checkpoint goes right after BEGIN, so it is
-// part of the transaction however the group ends; a group that ends in
-// ROLLBACK (it wrote a non-transactional table) and a standalone statement
-// get their checkpoint in a transaction of their own.
+// commit, tail commits it. Where the checkpoint goes depends on the group's
+// shape (groups.go): right after the transaction's start when the group is
+// one transaction ending in an XID, so it is part of it however the group
+// ends; in a transaction of its own, outside the binlog, for everything the
+// target binlogs as it executes.
 func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail []string, err error) {
-	if s.opts.KeepGTID && txn.Flavor == binlog.FlavorMariaDB {
-		body = append(body, gtidStatement(txn.MariaDB))
+	shape := shapeOf(txn)
+	switch shape {
+	case shapePositionOnly:
+		return nil, s.ownTransaction(checkpoint), nil
+	case shapeXAPrepare:
+		return s.xaPrepareScript(txn, checkpoint)
 	}
-	rolledBack := endsInRollback(txn)
+	if s.opts.KeepGTID && txn.Flavor == binlog.FlavorMariaDB {
+		body = append(body, gtidStatements(txn.MariaDB)...)
+	}
+	inside := shape == shapeTransaction
 	begin := func() {
-		body = append(body, "BEGIN")
-		if !rolledBack {
+		body = append(body, beginStatement)
+		if inside {
 			body = append(body, checkpoint)
 		}
 	}
@@ -281,6 +346,49 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 	if begun {
 		begin()
 	}
+	body, ended, err := s.events(txn, body, &tail, begun, begin)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ended || !inside {
+		// A standalone statement (DDL) commits on its own, and a group the
+		// target binlogs as it executes leaves its position out of the
+		// binlog: the position follows.
+		tail = append(tail, s.ownTransaction(checkpoint)...)
+	}
+	if txn.Has(binlog.FlagDDL) {
+		// A DDL may have dropped the session's default database.
+		s.db = ""
+	}
+	return body, tail, nil
+}
+
+// xaPrepareScript applies the first phase of an XA transaction: XA START,
+// its events, XA END and XA PREPARE. The prepared transaction stays on the
+// target after the connection ends (MariaDB 10.5 and later) and waits for
+// the group holding its XA COMMIT or XA ROLLBACK, which any session may run;
+// this session's connection is given up right after it (see execute).
+func (s *Session) xaPrepareScript(txn *binlog.Transaction, checkpoint string) (body, tail []string, err error) {
+	start, prepare, err := xaStatements(txn)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.opts.KeepGTID {
+		body = append(body, gtidStatements(txn.MariaDB)...)
+	}
+	body = append(body, start)
+	body, _, err = s.events(txn, body, &tail, true, func() {})
+	if err != nil {
+		return nil, nil, err
+	}
+	body = append(body, prepare)
+	return body, s.ownTransaction(checkpoint), nil
+}
+
+// events adds the statements of txn's events to body: row events as BINLOG
+// statements, queries under their session state. ended says whether the
+// group's own commit (XID or COMMIT) is in tail.
+func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string, begun bool, begin func()) ([]string, bool, error) {
 	rows := s.rowBatcher()
 	var context []string // statements setting up the next query: INSERT_ID, RAND seeds, user variables
 	ended := false
@@ -292,7 +400,7 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 			body = rows.addRows(body, ev.Raw, e.Flags&replication.RowsEventStmtEndFlag != 0)
 		case *replication.XIDEvent:
 			body = rows.flush(body)
-			tail = append(tail, "COMMIT")
+			*tail = append(*tail, "COMMIT")
 			ended = true
 		case *replication.IntVarEvent:
 			context = append(context, binlog.IntVar{Kind: byte(e.Type), Value: e.Value}.Statement())
@@ -301,12 +409,11 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 			text := strings.TrimSpace(string(e.Query))
 			switch {
 			case strings.EqualFold(text, "COMMIT"):
-				tail = append(tail, "COMMIT")
+				*tail = append(*tail, "COMMIT")
 				ended = true
 				continue
 			case strings.EqualFold(text, "ROLLBACK"):
-				tail = append(tail, "ROLLBACK")
-				tail = append(tail, s.ownTransaction(checkpoint)...)
+				*tail = append(*tail, "ROLLBACK")
 				ended = true
 				continue
 			case strings.EqualFold(text, "BEGIN"):
@@ -318,7 +425,7 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 			}
 			state, err := binlog.QuerySessionState(ev.Header, e)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", txn, err)
+				return nil, false, fmt.Errorf("%s: %w", txn, err)
 			}
 			// autocommit is left as the session has it: the source clears the
 			// bit inside transactions, and setting it would commit ours.
@@ -335,63 +442,115 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 			s.state = &state
 			body = append(body, context...)
 			context = context[:0]
-			body = append(body, text)
+			body = append(body, expecting(e.ErrorCode, sourceStatement(text, txn.Has(binlog.FlagDDL))))
 		case *replication.GenericEvent:
 			switch ev.Header.EventType {
 			case replication.RAND_EVENT:
 				seeds, err := binlog.DecodeRand(e.Data)
 				if err != nil {
-					return nil, nil, fmt.Errorf("%s: %w", txn, err)
+					return nil, false, fmt.Errorf("%s: %w", txn, err)
 				}
 				context = append(context, seeds.Statement())
 			case replication.USER_VAR_EVENT:
 				v, err := binlog.DecodeUserVar(e.Data)
 				if err != nil {
-					return nil, nil, fmt.Errorf("%s: %w", txn, err)
+					return nil, false, fmt.Errorf("%s: %w", txn, err)
 				}
 				context = append(context, v.Statement())
+			case replication.XA_PREPARE_LOG_EVENT:
+				// the XA PREPARE that xaPrepareScript adds
 			default:
-				return nil, nil, fmt.Errorf("%s: %s events are not supported", txn, ev.Header.EventType)
+				return nil, false, unsupportedEvent(txn, ev)
 			}
 		case *replication.MariadbAnnotateRowsEvent, *replication.RowsQueryEvent:
 			// informational: the statement text behind the row events that follow
 		default:
-			return nil, nil, fmt.Errorf("%s: %s events are not supported", txn, ev.Header.EventType)
+			if ev.Header.EventType == replication.XA_PREPARE_LOG_EVENT {
+				continue
+			}
+			return nil, false, unsupportedEvent(txn, ev)
 		}
 	}
-	body = rows.flush(body)
-	if !ended {
-		// A standalone statement (DDL) commits on its own; its position follows.
-		tail = append(tail, s.ownTransaction(checkpoint)...)
-	}
-	return body, tail, nil
+	return rows.flush(body), ended, nil
 }
 
-// endsInRollback reports whether the group ends with a ROLLBACK query.
-func endsInRollback(txn *binlog.Transaction) bool {
-	if n := len(txn.Events); n > 0 {
-		if q, ok := txn.Events[n-1].Data.(*replication.QueryEvent); ok {
-			return strings.EqualFold(strings.TrimSpace(string(q.Query)), "ROLLBACK")
-		}
+// unsupportedEvent is the error for an event gapless cannot apply.
+func unsupportedEvent(txn *binlog.Transaction, ev binlog.Event) error {
+	return fmt.Errorf("%s: %s events cannot be applied by gapless; --skip-gtid %s passes the transaction, and leaves the target without its changes",
+		txn, ev.Header.EventType, txn.GTID())
+}
+
+// beginStatement opens a target transaction. Not BEGIN: under
+// sql_mode=ORACLE, which a source statement may leave on the session,
+// BEGIN opens a PL/SQL block.
+const beginStatement = "START TRANSACTION"
+
+// sourceStatement is a statement of the source as the target runs it. A
+// text that ends in a "#" or "--" comment gets a line end, or the comment
+// would swallow the separator of the statement that follows it. A DROP in
+// a DDL group runs with sql_if_exists: the source logs DROP TABLE a, b with
+// error code 0 after dropping the ones that existed, and MariaDB's replica
+// applies DDL idempotently (slave_ddl_exec_mode=IDEMPOTENT, its default).
+func sourceStatement(text string, ddl bool) string {
+	if strings.Contains(text, "#") || strings.Contains(text, "--") {
+		text += "\n"
 	}
-	return false
+	if ddl && startsWithWord(text, "DROP") {
+		text = "SET STATEMENT sql_if_exists=1 FOR " + text
+	}
+	return text
+}
+
+// startsWithWord reports whether text, past leading blanks and comments,
+// starts with the keyword word.
+func startsWithWord(text, word string) bool {
+	for {
+		text = strings.TrimLeft(text, " \t\r\n")
+		switch {
+		case strings.HasPrefix(text, "/*") && !strings.HasPrefix(text, "/*!"):
+			end := strings.Index(text, "*/")
+			if end < 0 {
+				return false
+			}
+			text = text[end+2:]
+			continue
+		case strings.HasPrefix(text, "/*!"):
+			// an executable comment: /*!50001 DROP ...*/ keeps its version digits
+			text = strings.TrimLeft(text[3:], "0123456789")
+			continue
+		}
+		if len(text) < len(word) || !strings.EqualFold(text[:len(word)], word) {
+			return false
+		}
+		return len(text) == len(word) || !isWordByte(text[len(word)])
+	}
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // ownTransaction writes a checkpoint in a target transaction of its own,
-// after a statement that committed by itself (DDL) or for a skipped
+// after a group the target binlogged as it executed, or for a skipped
 // transaction. It stays out of the target's binlog: binlogged, it would take
 // the next sequence number of the source's domain.
 func (s *Session) ownTransaction(checkpoint string) []string {
-	stmts := []string{"BEGIN", checkpoint, "COMMIT"}
+	stmts := []string{beginStatement, checkpoint, "COMMIT"}
 	if s.opts.WriteBinlog {
 		stmts = append(append([]string{"SET @@session.sql_log_bin=0"}, stmts...), "SET @@session.sql_log_bin=1")
 	}
 	return stmts
 }
 
-// gtidStatement makes the target write the next transaction under g.
-func gtidStatement(g gtid.MariaDBGTID) string {
-	return fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=%d, @@session.gtid_seq_no=%d", g.Domain, g.Server, g.Seq)
+// gtidStatements make the target write the next transaction under g. The
+// sequence number is set on its own, after the domain and server id: the
+// server checks it (gtid_strict_mode) against the session's domain as it is
+// when the SET statement starts.
+func gtidStatements(g gtid.MariaDBGTID) []string {
+	return []string{
+		fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=%d", g.Domain, g.Server),
+		fmt.Sprintf("SET @@session.gtid_seq_no=%d", g.Seq),
+	}
 }
 
 // rowBatcher starts a batcher whose BINLOG statements, in base64 (4 bytes
@@ -492,22 +651,43 @@ func quoteName(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }
 
-// InBinlog reports whether the target's binlog already holds txn under its
-// source GTID: a DDL commits on its own, before its checkpoint, so after a
-// crash between the two this is how its second execution is avoided.
-func (s *Session) InBinlog(ctx context.Context, txn *binlog.Transaction) (bool, error) {
-	if !s.opts.KeepGTID || txn.Flavor != binlog.FlavorMariaDB {
+// AppliedAlone reports whether the target already holds txn, one that
+// AppliesAlone: such a group is on the target before its checkpoint row, so
+// after a crash between the two this is how its second execution is
+// avoided. With the source's GTIDs kept, the target's binlog says; without
+// them, an XA PREPARE group is known by its prepared XID (XA RECOVER), and
+// other groups cannot be told (as with MariaDB's own replica, a crash there
+// may apply a non-transactional write twice).
+func (s *Session) AppliedAlone(ctx context.Context, txn *binlog.Transaction) (bool, error) {
+	if txn.Flavor != binlog.FlavorMariaDB {
 		return false, nil
 	}
-	text, err := s.conn.queryString("SELECT @@global.gtid_binlog_pos")
-	if err != nil {
-		return false, newApplyError(txn, err)
+	if s.opts.KeepGTID {
+		text, err := s.conn.queryString("SELECT @@global.gtid_binlog_pos")
+		if err != nil {
+			return false, newApplyError(txn, err)
+		}
+		pos, err := gtid.ParseMariaDBPosition(text)
+		if err != nil {
+			return false, fmt.Errorf("target @@gtid_binlog_pos: %w", err)
+		}
+		return pos.Contains(txn.MariaDB), nil
 	}
-	pos, err := gtid.ParseMariaDBPosition(text)
-	if err != nil {
-		return false, fmt.Errorf("target @@gtid_binlog_pos: %w", err)
+	if shapeOf(txn) != shapeXAPrepare {
+		return false, nil
 	}
-	return pos.Contains(txn.MariaDB), nil
+	xid := xaID(txn)
+	r, err := s.conn.c.Execute("XA RECOVER FORMAT='SQL'")
+	if err != nil {
+		return false, newApplyError(txn, connError(err))
+	}
+	defer r.Close()
+	for i := 0; i < r.RowNumber(); i++ {
+		if data, err := r.GetString(i, 3); err == nil && data == xid {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Skip records txn as applied without applying it: only its position is written.

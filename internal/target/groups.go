@@ -1,0 +1,172 @@
+// groups.go says how each shape of source event group is written on the
+// target, and above all where its checkpoint row goes.
+//
+// The rule that keeps the target's binlog equal to the source's history: one
+// source event group is exactly one GTID group in the target's binlog, under
+// the source's GTID, and gapless's own writes never take a GTID of their own.
+// The checkpoint row can share the group only when the group is one InnoDB
+// transaction ending in an XID: then the row commits with the data, inside
+// that group. In every other shape the target binlogs the data as it
+// executes, not at COMMIT (a DDL, a write to MyISAM, Aria, MEMORY or a
+// SEQUENCE, CREATE USER and GRANT, an XA PREPARE), so a checkpoint inside
+// would end up in a second GTID group, or in none; there the checkpoint
+// follows in a target transaction of its own, outside the binlog, and a
+// crash between the two is caught by AppliedAlone before the group runs
+// again.
+package target
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"gapless/internal/binlog"
+)
+
+// Bits of a MariaDB GTID event that go-mysql leaves undecoded.
+const (
+	gtidPreparedXA   = 0x40 // flags2: the group is an XA transaction's first phase (XA PREPARE)
+	gtidCompletedXA  = 0x80 // flags2: the group is XA COMMIT or XA ROLLBACK
+	gtidGroupCommit  = 0x02 // flags2: a commit id follows
+	extraMultiEngine = 0x01 // flags_extra: an engine count follows
+	extraStartAlter  = 0x02 // flags_extra: START ALTER of binlog_alter_two_phase
+	extraCommitAlter = 0x04 // flags_extra: COMMIT ALTER; the ALTER runs now
+	extraRollAlter   = 0x08 // flags_extra: ROLLBACK ALTER; the ALTER never happened
+)
+
+// groupShape is how a source event group maps onto target transactions.
+type groupShape uint8
+
+const (
+	// shapeTransaction: one transaction of transactional tables ending in
+	// an XID; its checkpoint row goes inside it.
+	shapeTransaction groupShape = iota
+	// shapeAlone: the target binlogs it as it executes (DDL, non-transactional
+	// writes, XA COMMIT / ROLLBACK, a group that ends in ROLLBACK); its
+	// checkpoint follows outside the binlog.
+	shapeAlone
+	// shapeXAPrepare: XA START ... XA END, XA PREPARE. The prepared
+	// transaction outlives the connection, which must then be given up.
+	shapeXAPrepare
+	// shapePositionOnly: nothing runs on the target, only the position
+	// moves: START ALTER (the ALTER runs at its COMMIT ALTER, as MariaDB's
+	// own serial replica does) and ROLLBACK ALTER.
+	shapePositionOnly
+)
+
+// shapeOf says how txn is written on the target.
+func shapeOf(txn *binlog.Transaction) groupShape {
+	if txn.Flavor != binlog.FlavorMariaDB {
+		return shapeAlone
+	}
+	flags2, extra := gtidFlags(txn)
+	switch {
+	case extra&(extraStartAlter|extraRollAlter) != 0:
+		return shapePositionOnly
+	case flags2&gtidPreparedXA != 0 && endsInXAPrepare(txn):
+		return shapeXAPrepare
+	case txn.Has(binlog.FlagStandalone) || !txn.Has(binlog.FlagTransactional) || flags2&gtidCompletedXA != 0:
+		return shapeAlone
+	}
+	if n := len(txn.Events); n > 0 {
+		if _, ok := txn.Events[n-1].Data.(*replication.XIDEvent); ok {
+			return shapeTransaction
+		}
+	}
+	return shapeAlone
+}
+
+// AppliesAlone reports whether txn is written to the target before its
+// checkpoint row, so that after a crash it may be on the target though its
+// position is not: AppliedAlone must be asked before it runs again.
+func AppliesAlone(txn *binlog.Transaction) bool {
+	s := shapeOf(txn)
+	return s == shapeAlone || s == shapeXAPrepare
+}
+
+// gtidFlags returns the flags2 and flags_extra bytes of a MariaDB GTID event.
+// Layout: seq_no (8), domain_id (4), flags2 (1), commit_id (8) if flags2 has
+// it, an XID (format id 4, gtrid length 1, bqual length 1, data) for XA
+// groups, then, when bytes remain, flags_extra.
+func gtidFlags(txn *binlog.Transaction) (flags2, extra byte) {
+	body := eventBody(txn.Begin.Raw, txn.Format)
+	if len(body) < 13 {
+		return 0, 0
+	}
+	flags2 = body[12]
+	pos := 13
+	if flags2&gtidGroupCommit != 0 {
+		pos += 8
+	}
+	if flags2&(gtidPreparedXA|gtidCompletedXA) != 0 {
+		if pos+6 > len(body) {
+			return flags2, 0
+		}
+		pos += 6 + int(body[pos+4]) + int(body[pos+5])
+	}
+	if pos < len(body) {
+		extra = body[pos]
+	}
+	return flags2, extra
+}
+
+// eventBody is an event without its common header and checksum.
+func eventBody(raw []byte, format binlog.Event) []byte {
+	const headerSize = 19
+	end := len(raw)
+	if fde, ok := format.Data.(*replication.FormatDescriptionEvent); ok && fde.ChecksumAlgorithm == replication.BINLOG_CHECKSUM_ALG_CRC32 {
+		end -= 4
+	}
+	if end < headerSize {
+		return nil
+	}
+	return raw[headerSize:end]
+}
+
+func endsInXAPrepare(txn *binlog.Transaction) bool {
+	n := len(txn.Events)
+	return n > 0 && txn.Events[n-1].Header.EventType == replication.XA_PREPARE_LOG_EVENT
+}
+
+// xaStatements returns the XA START and XA PREPARE statements of an XA
+// PREPARE group, made from its XA END query, which names the transaction's
+// XID as the target must see it (X'gtrid',X'bqual',format).
+func xaStatements(txn *binlog.Transaction) (start, prepare string, err error) {
+	for _, ev := range txn.Events {
+		q, ok := ev.Data.(*replication.QueryEvent)
+		if !ok {
+			continue
+		}
+		text := strings.TrimSpace(string(q.Query))
+		if len(text) > 6 && strings.EqualFold(text[:6], "XA END") {
+			xid := strings.TrimSpace(text[6:])
+			return "XA START " + xid, "XA PREPARE " + xid, nil
+		}
+	}
+	return "", "", fmt.Errorf("%s: an XA PREPARE group without an XA END statement", txn)
+}
+
+// xaID returns the XID of an XA group from its GTID event, as XA RECOVER
+// FORMAT='SQL' prints it, or "" if the event carries none.
+func xaID(txn *binlog.Transaction) string {
+	body := eventBody(txn.Begin.Raw, txn.Format)
+	if len(body) < 13 || body[12]&(gtidPreparedXA|gtidCompletedXA) == 0 {
+		return ""
+	}
+	pos := 13
+	if body[12]&gtidGroupCommit != 0 {
+		pos += 8
+	}
+	if pos+6 > len(body) {
+		return ""
+	}
+	format := binary.LittleEndian.Uint32(body[pos:])
+	gtrid, bqual := int(body[pos+4]), int(body[pos+5])
+	data := body[pos+6:]
+	if gtrid+bqual > len(data) {
+		return ""
+	}
+	return fmt.Sprintf("X'%x',X'%x',%d", data[:gtrid], data[gtrid:gtrid+bqual], format)
+}

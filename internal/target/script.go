@@ -1,0 +1,149 @@
+// script.go owns the two ways a target script departs from "one statement,
+// one OK": statements the source logged with an error, which must fail on
+// the target with that same error, and BINLOG statements larger than the
+// target's max_allowed_packet, which go in fragments.
+package target
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// expectedMark opens a statement that carries the error the source logged
+// with it: the mark, the error number, the mark again, then the SQL. No SQL
+// statement starts with a NUL byte; run removes the mark before sending.
+const expectedMark = "\x00"
+
+// expecting marks stmt with the error the source logged for it (0: none).
+// A statement that changed something before it failed on the source (a
+// multi-row INSERT into MyISAM that meets a duplicate key halfway, a CREATE
+// OR REPLACE that dropped the old table) is logged with its error code, and
+// a replica must run it and get that same error, as MariaDB's replica does.
+func expecting(code uint16, stmt string) string {
+	if code == 0 {
+		return stmt
+	}
+	return expectedMark + strconv.Itoa(int(code)) + expectedMark + stmt
+}
+
+// splitExpected undoes expecting.
+func splitExpected(stmt string) (uint16, string) {
+	if !strings.HasPrefix(stmt, expectedMark) {
+		return 0, stmt
+	}
+	rest := stmt[len(expectedMark):]
+	end := strings.Index(rest, expectedMark)
+	if end < 0 {
+		return 0, stmt
+	}
+	code, err := strconv.Atoi(rest[:end])
+	if err != nil {
+		return 0, stmt
+	}
+	return uint16(code), rest[end+len(expectedMark):]
+}
+
+// checkExpected compares what the target answered with the error the
+// source logged: the same error is success; anything else, no error
+// included, means the target is not where the source was.
+func checkExpected(err error, expect uint16) error {
+	if expect == 0 {
+		return err
+	}
+	if err == nil {
+		return fmt.Errorf("the source logged this statement with error %d, and the target ran it without an error: the target differs from the source", expect)
+	}
+	code, ok := errorCode(err)
+	if !ok {
+		return err // the connection failed
+	}
+	if code == expect {
+		return nil
+	}
+	return fmt.Errorf("the source logged this statement with error %d, and the target answered another: %w", expect, err)
+}
+
+// Names of the user variables that hold a fragmented BINLOG statement, as
+// the server's BINLOG @a, @b syntax takes them.
+const (
+	fragment0 = "@gapless_binlog_fragment_0"
+	fragment1 = "@gapless_binlog_fragment_1"
+)
+
+// fragmentOverhead is the text around a fragment in its SET statement.
+const fragmentOverhead = len("SET ") + len(fragment0) + len("=''")
+
+// fragmentable reports whether stmt is a BINLOG statement that fits the
+// target in two fragments of at most limit bytes each.
+func fragmentable(stmt string, limit int) bool {
+	return strings.HasPrefix(stmt, "BINLOG '") && (len(stmt)+1)/2+fragmentOverhead <= limit
+}
+
+// runFragmented runs a BINLOG statement larger than max_allowed_packet as
+// the server allows: its base64 text in two user variables, each set in a
+// round trip of its own, then BINLOG of the two.
+func (s *Session) runFragmented(stmt string) error {
+	if !fragmentable(stmt, s.maxStatement) {
+		return fmt.Errorf("a statement of %d bytes exceeds the target's max_allowed_packet (%d bytes) even in two fragments; raise it on the target (SET GLOBAL max_allowed_packet), or grant the apply user the privilege to do so", len(stmt), s.maxStatement+64<<10)
+	}
+	text := stmt[len("BINLOG '") : len(stmt)-1]
+	half := len(text) / 2
+	for _, set := range []string{
+		"SET " + fragment0 + "='" + text[:half] + "'",
+		"SET " + fragment1 + "='" + text[half:] + "'",
+		"BINLOG " + fragment0 + ", " + fragment1,
+	} {
+		if err := s.conn.exec([]string{set}); err != nil {
+			return err
+		}
+	}
+	return s.conn.exec([]string{"SET " + fragment0 + "=NULL, " + fragment1 + "=NULL"})
+}
+
+// maxPacket is the most gapless asks of the target's max_allowed_packet:
+// the limit MariaDB's own replica has (slave_max_allowed_packet's default).
+const maxPacket = 1 << 30
+
+// makeRoom raises the target's max_allowed_packet when a statement of the
+// script fits neither one packet nor two fragments: the only way such a
+// row event reaches the target. The new value holds for new connections,
+// so the session reconnects; it runs between transactions, before the
+// script starts one.
+func (s *Session) makeRoom(parts ...[]string) error {
+	need, largest := 0, 0
+	for _, part := range parts {
+		for _, stmt := range part {
+			_, text := splitExpected(stmt)
+			if len(text) <= s.maxStatement || fragmentable(text, s.maxStatement) {
+				continue
+			}
+			largest = max(largest, len(text))
+			if strings.HasPrefix(text, "BINLOG '") {
+				need = max(need, (len(text)+1)/2+fragmentOverhead)
+			} else {
+				need = max(need, len(text))
+			}
+		}
+	}
+	if need == 0 {
+		return nil
+	}
+	// Room for the packet's own header and the margin prepare keeps, in whole MiB.
+	need = (need + 128<<10 + 1<<20 - 1) / (1 << 20) * (1 << 20)
+	if need > maxPacket {
+		return fmt.Errorf("a statement of %d bytes is larger than any target can take (max_allowed_packet is at most 1 GiB)", largest)
+	}
+	have := s.maxStatement + 64<<10
+	if err := s.conn.exec([]string{fmt.Sprintf("SET GLOBAL max_allowed_packet=%d", need)}); err != nil {
+		reason := err.Error()
+		if code, ok := errorCode(err); ok && (code == 1227 || code == 1044) {
+			reason = "the apply user may not change it"
+		}
+		return fmt.Errorf("a statement of %d bytes exceeds the target's max_allowed_packet (%d bytes), and raising it failed (%s); raise it on the target: SET GLOBAL max_allowed_packet=%d", largest, have, reason, need)
+	}
+	if s.opts.Warn != nil {
+		s.opts.Warn(fmt.Sprintf("raised the target's max_allowed_packet from %d to %d bytes for a row event of %d bytes (MariaDB's own replica allows 1 GiB)", have, need, largest*3/4))
+	}
+	return s.reopen()
+}
