@@ -539,7 +539,7 @@ func (r *Replica) gapless() (int64, gtid.MariaDBPosition) {
 func stopError(err error) error {
 	var ae *target.ApplyError
 	if errors.As(err, &ae) {
-		return fmt.Errorf("%w\nreplication stopped before %s; fix the cause and run again, or skip this transaction with --skip-gtid %s", err, ae.GTID, ae.GTID)
+		return fmt.Errorf("%w\nreplication stopped before %s; fix the cause and run again, or skip this transaction with --skip-gtid %s (the target then lacks its changes for good)", err, ae.GTID, ae.GTID)
 	}
 	return err
 }

@@ -163,7 +163,7 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 		body, tail, err = s.batchScript(txns, checkpoint)
 	}
 	if err != nil {
-		return err
+		return newApplyError(txns[len(txns)-1], err)
 	}
 	if err := s.makeRoom(format, body, tail); err != nil {
 		return newApplyError(txns[len(txns)-1], err)
@@ -460,7 +460,7 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 			case replication.XA_PREPARE_LOG_EVENT:
 				// the XA PREPARE that xaPrepareScript adds
 			default:
-				return nil, false, unsupportedEvent(txn, ev)
+				return nil, false, unsupportedEvent(ev)
 			}
 		case *replication.MariadbAnnotateRowsEvent, *replication.RowsQueryEvent:
 			// informational: the statement text behind the row events that follow
@@ -468,16 +468,15 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 			if ev.Header.EventType == replication.XA_PREPARE_LOG_EVENT {
 				continue
 			}
-			return nil, false, unsupportedEvent(txn, ev)
+			return nil, false, unsupportedEvent(ev)
 		}
 	}
 	return rows.flush(body), ended, nil
 }
 
 // unsupportedEvent is the error for an event gapless cannot apply.
-func unsupportedEvent(txn *binlog.Transaction, ev binlog.Event) error {
-	return fmt.Errorf("%s: %s events cannot be applied by gapless; --skip-gtid %s passes the transaction, and leaves the target without its changes",
-		txn, ev.Header.EventType, txn.GTID())
+func unsupportedEvent(ev binlog.Event) error {
+	return fmt.Errorf("%s events cannot be applied by gapless (event at source position %d)", ev.Header.EventType, ev.Header.LogPos)
 }
 
 // beginStatement opens a target transaction. Not BEGIN: under
