@@ -11,6 +11,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 )
@@ -504,8 +505,7 @@ func (s SessionState) Statements(prev *SessionState) []string {
 	}
 	if s.HasCharset && (prev == nil || !prev.HasCharset || prev.CharsetClient != s.CharsetClient ||
 		prev.CollationConnection != s.CollationConnection || prev.CollationServer != s.CollationServer) {
-		out = append(out, fmt.Sprintf("SET @@session.character_set_client=%d, @@session.collation_connection=%d, @@session.collation_server=%d",
-			s.CharsetClient, s.CollationConnection, s.CollationServer))
+		out = append(out, s.charsetStatements()...)
 	}
 	if s.HasTimeZone && (prev == nil || !prev.HasTimeZone || prev.TimeZone != s.TimeZone) {
 		out = append(out, "SET @@session.time_zone="+stringLiteral(s.TimeZone))
@@ -587,7 +587,7 @@ func characterSetCollationsStatement(m []CharsetCollation) string {
 		}
 		pairs = append(pairs, from.charset+"="+to.collation)
 	}
-	return "SET @@session.character_set_collations='" + strings.Join(pairs, ",") + "'"
+	return "SET @@session.character_set_collations=" + stringLiteral(strings.Join(pairs, ","))
 }
 
 func characterSetCollationsLookup(m []CharsetCollation) string {
@@ -595,7 +595,11 @@ func characterSetCollationsLookup(m []CharsetCollation) string {
 	for i, p := range m {
 		ids[i] = fmt.Sprintf("(%d,%d)", p.From, p.To)
 	}
-	return "SET @@session.character_set_collations=(SELECT GROUP_CONCAT(CONCAT(f.CHARACTER_SET_NAME,'=',t.FULL_COLLATION_NAME) SEPARATOR ',')" +
+	// GROUP_CONCAT's default separator is ','; a SEPARATOR clause takes no
+	// character set introducer, and its literal would be read in the
+	// connection's character set.
+	return "SET @@session.character_set_collations=(SELECT GROUP_CONCAT(CONCAT(f.CHARACTER_SET_NAME," + stringLiteral("=") +
+		",t.FULL_COLLATION_NAME))" +
 		" FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY f, information_schema.COLLATION_CHARACTER_SET_APPLICABILITY t" +
 		" WHERE (f.ID,t.ID) IN (" + strings.Join(ids, ",") + "))"
 }
@@ -607,15 +611,44 @@ func boolDigit(b bool) int {
 	return 0
 }
 
-// stringLiteral quotes s so that it reads the same whatever the session's
-// sql_mode (NO_BACKSLASH_ESCAPES, ANSI_QUOTES) is.
+// charsetStatements set character_set_client, collation_connection and
+// collation_server. character_set_client takes a character set, and the
+// server refuses the id of a collation that is not its character set's
+// default (SET NAMES latin1 COLLATE latin1_german2_ci logs 31, refused with
+// 1115), so the character set is named. For an id missing from the package's
+// table, the target finds the name itself: the id is set as
+// collation_connection first, and character_set_client copies the character
+// set that implies (a second statement: the assignments of one SET read the
+// values from before it).
+func (s SessionState) charsetStatements() []string {
+	rest := fmt.Sprintf("@@session.collation_connection=%d, @@session.collation_server=%d", s.CollationConnection, s.CollationServer)
+	if c, ok := collationsByID[uint32(s.CharsetClient)]; ok {
+		return []string{"SET @@session.character_set_client=" + c.charset + ", " + rest}
+	}
+	return []string{
+		fmt.Sprintf("SET @@session.collation_connection=%d", s.CharsetClient),
+		"SET @@session.character_set_client=@@session.character_set_connection, " + rest,
+	}
+}
+
+// stringLiteral quotes s, text in the server's system character set (UTF-8),
+// so that it reads the same whatever the session's sql_mode
+// (NO_BACKSLASH_ESCAPES, ANSI_QUOTES) and whatever its character_set_connection:
+// a literal without an introducer is read in that character set, and in
+// utf16, ucs2 or utf32 '+03:00' is no longer a time zone (1298). The
+// statements of one state set character_set_connection before the literals,
+// and an earlier transaction may have left any value on the session, so every
+// literal carries its character set.
 func stringLiteral(s string) string {
+	if !utf8.ValidString(s) {
+		return "_binary " + hexLiteral([]byte(s))
+	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c == '\'' || c == '\\' || c >= 0x7f {
-			return hexLiteral([]byte(s))
+			return "_utf8mb4 " + hexLiteral([]byte(s))
 		}
 	}
-	return "'" + s + "'"
+	return "_utf8mb4'" + s + "'"
 }
 
 func hexLiteral(b []byte) string {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -277,8 +278,8 @@ func TestStatementsUnknownPrev(t *testing.T) {
 		"SET @@session.foreign_key_checks=1, @@session.sql_auto_is_null=0, @@session.unique_checks=1, @@session.autocommit=1, @@session.explicit_defaults_for_timestamp=1",
 		"SET @@session.sql_mode=1411383296",
 		"SET @@session.auto_increment_increment=1, @@session.auto_increment_offset=1",
-		"SET @@session.character_set_client=45, @@session.collation_connection=45, @@session.collation_server=45",
-		"SET @@session.time_zone='SYSTEM'",
+		"SET @@session.character_set_client=utf8mb4, @@session.collation_connection=45, @@session.collation_server=45",
+		"SET @@session.time_zone=_utf8mb4'SYSTEM'",
 		"SET @@session.lc_time_names=0",
 		"SET @@session.collation_database=DEFAULT",
 	}
@@ -312,22 +313,22 @@ func TestStatementsOneFieldDiffers(t *testing.T) {
 		{"system_versioning_insert_history", func(s *SessionState) { s.Flags2 |= Flags2InsertHistory }, "SET @@session.system_versioning_insert_history=1"},
 		{"sql_mode", func(s *SessionState) { s.SQLMode = 0 }, "SET @@session.sql_mode=0"},
 		{"auto_increment", func(s *SessionState) { s.AutoIncrementOffset = 2 }, "SET @@session.auto_increment_increment=1, @@session.auto_increment_offset=2"},
-		{"charset", func(s *SessionState) { s.CollationServer = 8 }, "SET @@session.character_set_client=45, @@session.collation_connection=45, @@session.collation_server=8"},
-		{"time_zone", func(s *SessionState) { s.TimeZone = "+01:00" }, "SET @@session.time_zone='+01:00'"},
-		{"time_zone_quote", func(s *SessionState) { s.TimeZone = `a'b\` }, "SET @@session.time_zone=X'6127625c'"},
+		{"charset", func(s *SessionState) { s.CollationServer = 8 }, "SET @@session.character_set_client=utf8mb4, @@session.collation_connection=45, @@session.collation_server=8"},
+		{"time_zone", func(s *SessionState) { s.TimeZone = "+01:00" }, "SET @@session.time_zone=_utf8mb4'+01:00'"},
+		{"time_zone_quote", func(s *SessionState) { s.TimeZone = `a'b\` }, "SET @@session.time_zone=_utf8mb4 X'6127625c'"},
 		{"lc_time_names", func(s *SessionState) { s.LCTimeNames = 4 }, "SET @@session.lc_time_names=4"},
 		{"collation_database", func(s *SessionState) { s.CollationDatabase = 46 }, "SET @@session.collation_database=46"},
 		{"character_set_collations", func(s *SessionState) {
 			s.CharacterSetCollations, s.HasCharacterSetCollations = []CharsetCollation{{45, 224}, {33, 192}}, true
-		}, "SET @@session.character_set_collations='utf8mb4=utf8mb4_unicode_ci,utf8mb3=utf8mb3_unicode_ci'"},
+		}, "SET @@session.character_set_collations=_utf8mb4'utf8mb4=utf8mb4_unicode_ci,utf8mb3=utf8mb3_unicode_ci'"},
 		{"character_set_collations_unknown", func(s *SessionState) {
 			s.CharacterSetCollations, s.HasCharacterSetCollations = []CharsetCollation{{45, 2347}}, true
-		}, "SET @@session.character_set_collations=(SELECT GROUP_CONCAT(CONCAT(f.CHARACTER_SET_NAME,'=',t.FULL_COLLATION_NAME) SEPARATOR ',')" +
+		}, "SET @@session.character_set_collations=(SELECT GROUP_CONCAT(CONCAT(f.CHARACTER_SET_NAME,_utf8mb4'=',t.FULL_COLLATION_NAME))" +
 			" FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY f, information_schema.COLLATION_CHARACTER_SET_APPLICABILITY t" +
 			" WHERE (f.ID,t.ID) IN ((45,2347)))"},
 		{"character_set_collations_empty", func(s *SessionState) {
 			s.HasCharacterSetCollations = true
-		}, "SET @@session.character_set_collations=''"},
+		}, "SET @@session.character_set_collations=_utf8mb4''"},
 		{"explicit_defaults_status_var", func(s *SessionState) {
 			s.HasExplicitDefaultsForTimestamp = true
 		}, "SET @@session.explicit_defaults_for_timestamp=0"},
@@ -361,12 +362,84 @@ func TestStatementsCharacterSetCollations(t *testing.T) {
 		t.Fatalf("unchanged: %q", got)
 	}
 	s.CharacterSetCollations = []CharsetCollation{{45, 46}}
-	if got := s.Statements(&prev); !reflect.DeepEqual(got, []string{"SET @@session.character_set_collations='utf8mb4=utf8mb4_bin'"}) {
+	if got := s.Statements(&prev); !reflect.DeepEqual(got, []string{"SET @@session.character_set_collations=_utf8mb4'utf8mb4=utf8mb4_bin'"}) {
 		t.Fatalf("changed: %q", got)
 	}
 	s.CharacterSetCollations = nil
-	if got := s.Statements(&prev); !reflect.DeepEqual(got, []string{"SET @@session.character_set_collations=''"}) {
+	if got := s.Statements(&prev); !reflect.DeepEqual(got, []string{"SET @@session.character_set_collations=_utf8mb4''"}) {
 		t.Fatalf("emptied: %q", got)
+	}
+}
+
+// SET NAMES cs COLLATE <not the default> logs the collation's id as
+// character_set_client, which the server refuses as a number (1115).
+func TestStatementsCharacterSetClientIsACollation(t *testing.T) {
+	tests := []struct {
+		client uint16
+		want   []string
+	}{
+		{31, []string{"SET @@session.character_set_client=latin1, @@session.collation_connection=31, @@session.collation_server=8"}},
+		{224, []string{"SET @@session.character_set_client=utf8mb4, @@session.collation_connection=31, @@session.collation_server=8"}},
+		{2347, []string{
+			"SET @@session.collation_connection=2347",
+			"SET @@session.character_set_client=@@session.character_set_connection, @@session.collation_connection=31, @@session.collation_server=8",
+		}},
+	}
+	for _, tc := range tests {
+		s := SessionState{CharsetClient: tc.client, CollationConnection: 31, CollationServer: 8, HasCharset: true}
+		if got := s.Statements(nil); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("character_set_client %d: got %q, want %q", tc.client, got, tc.want)
+		}
+	}
+}
+
+// quotedLiteral matches a string literal with the character set introducer
+// before it, if any.
+var quotedLiteral = regexp.MustCompile(`(_\w+)? ?X?'[^']*'`)
+
+// Every string literal in the SET statements carries its character set: a
+// previous statement (or transaction) may have left utf16, ucs2 or utf32 as
+// the session's character_set_connection, in which a bare '+03:00' is no
+// time zone (1298).
+func TestStatementsLiteralsNameTheirCharacterSet(t *testing.T) {
+	s := fullSessionState()
+	s.CollationConnection = 54 // utf16_general_ci
+	s.TimeZone = "+03:00"
+	statements := s.Statements(nil)
+	s.TimeZone = "Amérique/Zoé"
+	s.CharacterSetCollations, s.HasCharacterSetCollations = []CharsetCollation{{45, 224}}, true
+	statements = append(statements, s.Statements(nil)...)
+	s.CharacterSetCollations = []CharsetCollation{{45, 2347}}
+	statements = append(statements, s.Statements(nil)...)
+	statements = append(statements,
+		UserVar{Name: "a", Type: UserVarString, Charset: 8, Value: []byte("x")}.Statement(),
+		UserVar{Name: "b", Type: UserVarString, Charset: 54, Value: []byte{0, 'x'}}.Statement())
+	literals := 0
+	for _, stmt := range statements {
+		for _, m := range quotedLiteral.FindAllStringSubmatch(stmt, -1) {
+			literals++
+			if m[1] == "" {
+				t.Errorf("%s in %q has no character set", m[0], stmt)
+			}
+		}
+	}
+	if literals < 6 {
+		t.Fatalf("only %d literals in %q", literals, statements)
+	}
+}
+
+func TestStringLiteral(t *testing.T) {
+	for in, want := range map[string]string{
+		"+03:00":      "_utf8mb4'+03:00'",
+		"Europe/Rome": "_utf8mb4'Europe/Rome'",
+		"":            "_utf8mb4''",
+		`a'b\`:        "_utf8mb4 X'6127625c'",
+		"é":           "_utf8mb4 X'c3a9'",
+		"\xff":        "_binary X'ff'",
+	} {
+		if got := stringLiteral(in); got != want {
+			t.Errorf("stringLiteral(%q) = %s, want %s", in, got, want)
+		}
 	}
 }
 
