@@ -104,7 +104,8 @@ var reproCases = map[string]reproCase{
 var reproPrimarySettings = []string{"character_set_server=latin1", "secure_file_priv=", "default_storage_engine=InnoDB"}
 
 // reproParallel is how many scripts run at once, each with two to four
-// servers, on the two cores CI has.
+// servers, on the two cores CI has: the 25 scripts take about a minute
+// when every run reaches --until (a run that loops costs its timeout).
 const reproParallel = 2
 
 const reproTimeout = time.Minute
@@ -394,6 +395,10 @@ func schemaObjects(t *testing.T, db *sql.DB) string {
 		if err := db.QueryRow("SHOW CREATE TABLE "+backquoted(st[0])+"."+backquoted(st[1])).Scan(&name, &create); err != nil {
 			t.Fatalf("SHOW CREATE TABLE %s.%s: %v", st[0], st[1], err)
 		}
+		// The pre-10.1 temporal format follows a server setting
+		// (mysql56_temporal_format) that no binlog carries: MariaDB's own
+		// replica makes such a column in today's format too.
+		create = strings.ReplaceAll(create, " /* mariadb-5.3 */", "")
 		fmt.Fprintf(&b, "%s.%s:\n%s\n", st[0], st[1], create)
 	}
 	return b.String()
