@@ -22,6 +22,8 @@ import (
 )
 
 type analyzeFlags struct {
+	sourceServer        *serverFlags // --source and its password flags; --schema-from takes the same password
+	calibrateServer     *serverFlags // --calibrate and the target's password flags
 	source, from, until string
 	last                time.Duration
 	serverID            uint32
@@ -84,7 +86,7 @@ taken whole (one transaction at a time), which the report says.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.source, "source", "", "analyze a live source's binlog, read with a binlog dump (user needs REPLICATION SLAVE and BINLOG MONITOR)")
+	f.sourceServer = addServerFlags(fl, "source", "source", "", "analyze a live source's binlog, read with a binlog dump (user needs REPLICATION SLAVE and BINLOG MONITOR)", nil)
 	fl.StringVar(&f.from, "from", "", "analyze the transactions after this GTID position (with --source: where the dump starts)")
 	fl.StringVar(&f.until, "until", "", "analyze the transactions up to this GTID position, not those after it")
 	fl.DurationVar(&f.last, "last", 0, "with --source: analyze the transactions of the last DURATION (e.g. 15m)")
@@ -98,7 +100,7 @@ taken whole (one transaction at a time), which the report says.`,
 	fl.DurationVar(&f.cost.KiB, "cost-kib", f.cost.KiB, "modelled cost of each KiB of binlog events")
 	fl.Float64Var(&f.cost.Capacity, "capacity", f.cost.Capacity, "modelled target capacity: batches it executes at once at full speed (0: unlimited, a core per worker)")
 	fl.IntVar(&f.batch, "batch", analyze.DefaultBatch, "most consecutive transactions a worker applies in one target transaction, as replicate's --batch (1: no batching)")
-	fl.StringVar(&f.calibrate, "calibrate", "", "measure the cost model on this target (mysql://user:password@host:port) with a sample in a scratch database, instead of the --cost-* and --capacity flags")
+	f.calibrateServer = addServerFlags(fl, "target", "calibrate", "", "measure the cost model on this target (mysql://user@host:port) with a sample in a scratch database, instead of the --cost-* and --capacity flags", nil)
 	fl.IntVar(&f.calibrateConns, "calibrate-connections", 8, "with --calibrate: connections applying at once to measure the capacity")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON instead of text")
 	fl.StringVar(&f.html, "html", "", "also write the report, with charts, to this HTML file")
@@ -106,6 +108,30 @@ taken whole (one transaction at a time), which the report says.`,
 }
 
 func runAnalyze(ctx context.Context, cmd *cobra.Command, args []string, f analyzeFlags) error {
+	if f.sourceServer.given() {
+		_, url, err := f.sourceServer.resolve()
+		if err != nil {
+			return err
+		}
+		f.source = url
+	}
+	if f.calibrateServer.url != "" {
+		_, url, err := f.calibrateServer.resolve()
+		if err != nil {
+			return err
+		}
+		f.calibrate = url
+	}
+	if f.schemaFrom != "" {
+		// The schema's server is most often the source: its password flags apply.
+		schema := *f.sourceServer
+		schema.url, schema.urlFlag = f.schemaFrom, "schema-from"
+		_, url, err := schema.resolve()
+		if err != nil {
+			return err
+		}
+		f.schemaFrom = url
+	}
 	opts := analyze.Options{Workers: f.workers, Policies: f.policies, Cost: f.cost, Batch: f.batch, From: f.from, Until: f.until}
 	if f.batch < 1 || f.batch > 10000 {
 		return fmt.Errorf("--batch %d: want 1 to 10000", f.batch)

@@ -36,7 +36,7 @@ const urlShape = "mysql://user:password@host:port"
 var targetParams = map[string]string{"multiStatements": "true", "maxAllowedPacket": "0", "loc": "UTC"}
 
 type replicateFlags struct {
-	source, target string
+	source, target *serverFlags
 	until, start   string
 	relayDir       string
 	stream         string
@@ -73,8 +73,9 @@ else from the target's @@gtid_slave_pos, else from the source's first binlog.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReplicate(cmd.Context(), f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.source, "source", os.Getenv("GAPLESS_SOURCE"), "source (primary) URL mysql://user:password@host:port (default $GAPLESS_SOURCE)")
-	fl.StringVar(&f.target, "target", os.Getenv("GAPLESS_TARGET"), "target URL mysql://user:password@host:port (default $GAPLESS_TARGET)")
+	defaultsFile := addDefaultsFileFlag(fl)
+	f.source = addServerFlags(fl, "source", "source", "GAPLESS_SOURCE", "source (primary) URL mysql://user@host:port", defaultsFile)
+	f.target = addServerFlags(fl, "target", "target", "GAPLESS_TARGET", "target URL mysql://user@host:port", defaultsFile)
 	fl.IntVar(&f.workers, "workers", 16, "parallel target connections")
 	fl.StringSliceVar(&f.doDB, "do-db", nil, "apply only these databases (repeatable or comma-separated)")
 	fl.StringSliceVar(&f.ignoreDB, "ignore-db", nil, "do not apply these databases (repeatable or comma-separated)")
@@ -100,12 +101,20 @@ else from the target's @@gtid_slave_pos, else from the source's first binlog.`,
 
 func runReplicate(ctx context.Context, f replicateFlags) error {
 	switch {
-	case f.source == "" && f.target == "":
+	case !f.source.given() && !f.target.given():
 		return fmt.Errorf("--source and --target are required (or $GAPLESS_SOURCE and $GAPLESS_TARGET)")
-	case f.source == "":
+	case !f.source.given():
 		return fmt.Errorf("--source is required (or $GAPLESS_SOURCE): the URL of the primary, %s", urlShape)
-	case f.target == "":
+	case !f.target.given():
 		return fmt.Errorf("--target is required (or $GAPLESS_TARGET): the URL of the server to apply to, %s", urlShape)
+	}
+	_, sourceURL, err := f.source.resolve()
+	if err != nil {
+		return err
+	}
+	_, targetURL, err := f.target.resolve()
+	if err != nil {
+		return err
 	}
 	if f.workers < 1 || f.workers > 256 {
 		return fmt.Errorf("--workers %d: want 1 to 256", f.workers)
@@ -154,7 +163,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	// shown with -v only. Pools take the driver's logger when they are opened.
 	mysqldriver.SetLogger(slog.NewLogLogger(logger.Handler(), slog.LevelInfo))
 
-	srcDB, srcCfg, err := dburl.Open(f.source, nil)
+	srcDB, srcCfg, err := dburl.Open(sourceURL, nil)
 	if err != nil {
 		return fmt.Errorf("source: %w", err)
 	}
@@ -170,7 +179,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	if err != nil {
 		return fmt.Errorf("source: %w", err)
 	}
-	tgtDB, tgtCfg, err := dburl.Open(f.target, targetParams)
+	tgtDB, tgtCfg, err := dburl.Open(targetURL, targetParams)
 	if err != nil {
 		return fmt.Errorf("target: %w", err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,25 +12,30 @@ import (
 )
 
 func newStatusCmd() *cobra.Command {
-	var targetURL, stream string
+	var stream string
+	var target *serverFlags
 	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "status --target URL",
 		Short: "Show each stream's applied position on the target, its lag and whether an applier runs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runStatus(cmd.Context(), targetURL, stream, verbose)
+			return runStatus(cmd.Context(), target, stream, verbose)
 		},
 	}
-	cmd.Flags().StringVar(&targetURL, "target", os.Getenv("GAPLESS_TARGET"), "target URL (default $GAPLESS_TARGET)")
+	target = addServerFlags(cmd.Flags(), "target", "target", "GAPLESS_TARGET", "target URL", addDefaultsFileFlag(cmd.Flags()))
 	cmd.Flags().StringVar(&stream, "stream", "", "only this stream")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the position row of every domain and worker slot")
 	return cmd
 }
 
-func runStatus(ctx context.Context, targetURL, only string, verbose bool) error {
-	if targetURL == "" {
+func runStatus(ctx context.Context, target *serverFlags, only string, verbose bool) error {
+	if !target.given() {
 		return fmt.Errorf("--target is required (or $GAPLESS_TARGET)")
+	}
+	_, targetURL, err := target.resolve()
+	if err != nil {
+		return err
 	}
 	db, cfg, err := dburl.Open(targetURL, nil)
 	if err != nil {

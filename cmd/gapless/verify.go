@@ -21,7 +21,7 @@ import (
 const verifyMaxNamedTables = 10
 
 func newVerifyCmd() *cobra.Command {
-	var sourceURL, targetURL string
+	var source, target *serverFlags
 	var opts verify.Options
 	var verbose bool
 	cmd := &cobra.Command{
@@ -45,21 +45,30 @@ Exit status is 0 when every table is equal and 1 otherwise.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
-			return runVerify(ctx, cmd.OutOrStdout(), sourceURL, targetURL, opts)
+			return runVerify(ctx, cmd.OutOrStdout(), source, target, opts)
 		},
 	}
 	flags := cmd.Flags()
-	flags.StringVar(&sourceURL, "source", os.Getenv("GAPLESS_SOURCE"), "primary server, mysql://user:password@host:port (default $GAPLESS_SOURCE)")
-	flags.StringVar(&targetURL, "target", os.Getenv("GAPLESS_TARGET"), "target server, mysql://user:password@host:port (default $GAPLESS_TARGET)")
+	defaultsFile := addDefaultsFileFlag(flags)
+	source = addServerFlags(flags, "source", "source", "GAPLESS_SOURCE", "primary server, mysql://user@host:port", defaultsFile)
+	target = addServerFlags(flags, "target", "target", "GAPLESS_TARGET", "target server, mysql://user@host:port", defaultsFile)
 	flags.StringSliceVar(&opts.Databases, "databases", nil, "compare only these databases (comma-separated; default all but system schemas and gapless)")
 	flags.IntVar(&opts.ChunkRows, "chunk-rows", verify.DefaultChunkRows, "rows read per query when comparing rows")
 	flags.BoolVarP(&verbose, "verbose", "v", false, "print progress to stderr")
 	return cmd
 }
 
-func runVerify(ctx context.Context, out io.Writer, sourceURL, targetURL string, opts verify.Options) error {
-	if sourceURL == "" || targetURL == "" {
+func runVerify(ctx context.Context, out io.Writer, sourceFlags, targetFlags *serverFlags, opts verify.Options) error {
+	if !sourceFlags.given() || !targetFlags.given() {
 		return fmt.Errorf("both --source and --target are required (or $GAPLESS_SOURCE and $GAPLESS_TARGET)")
+	}
+	_, sourceURL, err := sourceFlags.resolve()
+	if err != nil {
+		return err
+	}
+	_, targetURL, err := targetFlags.resolve()
+	if err != nil {
+		return err
 	}
 	if opts.ChunkRows < 1 {
 		return fmt.Errorf("--chunk-rows must be at least 1, got %d", opts.ChunkRows)

@@ -95,7 +95,38 @@ func Parse(raw string) (Config, error) {
 			cfg.Params[key] = values[len(values)-1]
 		}
 	}
+	if file, ok := cfg.Params[PasswordFileParam]; ok {
+		if _, inURL := u.User.Password(); inURL {
+			return Config{}, fmt.Errorf("server URL has both a password and ?%s=: give one", PasswordFileParam)
+		}
+		if cfg.Password, err = ReadPasswordFile(file); err != nil {
+			return Config{}, err
+		}
+		delete(cfg.Params, PasswordFileParam)
+		if len(cfg.Params) == 0 {
+			cfg.Params = nil
+		}
+	}
 	return cfg, nil
+}
+
+// URL is the configuration as a server URL, password included: for handing
+// a resolved configuration to code that takes URLs, never for printing.
+func (c Config) URL() string {
+	u := url.URL{Scheme: "mysql", Host: c.Addr()}
+	if c.Password != "" {
+		u.User = url.UserPassword(c.User, c.Password)
+	} else {
+		u.User = url.User(c.User)
+	}
+	if len(c.Params) > 0 {
+		q := url.Values{}
+		for k, v := range c.Params {
+			q.Set(k, v)
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }
 
 // TLS is the TLS setting of the URL's tls parameter for connections that

@@ -1,0 +1,79 @@
+// servers.go owns the flags that name a server and its password, shared by
+// every subcommand that connects: --source/--target (defaults from
+// $GAPLESS_SOURCE/$GAPLESS_TARGET), --<side>-password-file,
+// --<side>-defaults-file and --defaults-file. The precedence between them is
+// dburl.Resolve's.
+//
+// Invariant: no flag's default holds a value read from the environment, so
+// --help names the variable and never prints a password.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"gapless/internal/dburl"
+)
+
+// serverFlags are one server's flags.
+type serverFlags struct {
+	side         string // source | target: the password flags' prefix and environment variable
+	urlFlag      string // the flag holding the URL ("source", "calibrate", ...)
+	urlEnv       string // the variable that stands in for an absent URL flag, or ""
+	url          string
+	passwordFile string
+	defaultsFile string
+	shared       *string // --defaults-file, for both sides
+}
+
+// addServerFlags registers the URL flag (unless urlFlag is "") and the side's password flags.
+func addServerFlags(fl *pflag.FlagSet, side, urlFlag, urlEnv, usage string, shared *string) *serverFlags {
+	s := &serverFlags{side: side, urlFlag: urlFlag, urlEnv: urlEnv, shared: shared}
+	if urlFlag != "" {
+		if urlEnv != "" {
+			usage += " (default $" + urlEnv + ")"
+		}
+		fl.StringVar(&s.url, urlFlag, "", usage)
+	}
+	fl.StringVar(&s.passwordFile, side+"-password-file", "", "read the "+side+"'s password from this file (or give ?password-file=PATH in the URL, or $"+dburl.PasswordEnv(side)+")")
+	fl.StringVar(&s.defaultsFile, side+"-defaults-file", "", "MariaDB option file for the "+side+" ([client] groups: user, password, host, port, ssl)")
+	return s
+}
+
+// addDefaultsFileFlag registers --defaults-file, read for a side that has no option file of its own.
+func addDefaultsFileFlag(fl *pflag.FlagSet) *string {
+	var path string
+	fl.StringVar(&path, "defaults-file", "", "MariaDB option file read for each server without --<side>-defaults-file ([client], [client-mariadb], [mariadb-client], [gapless] groups)")
+	return &path
+}
+
+// given reports whether the server is named at all: by URL, variable or option file.
+func (s *serverFlags) given() bool {
+	return s.rawURL() != "" || s.optionFile() != ""
+}
+
+func (s *serverFlags) rawURL() string {
+	if s.url == "" && s.urlEnv != "" {
+		return os.Getenv(s.urlEnv)
+	}
+	return s.url
+}
+
+func (s *serverFlags) optionFile() string {
+	if s.defaultsFile == "" && s.shared != nil {
+		return *s.shared
+	}
+	return s.defaultsFile
+}
+
+// resolve returns the server's settings, and them as a URL for the code
+// that takes URLs (it carries the password: never print it).
+func (s *serverFlags) resolve() (dburl.Config, string, error) {
+	cfg, err := dburl.Resolve(s.rawURL(), dburl.Credentials{Side: s.side, PasswordFile: s.passwordFile, DefaultsFile: s.optionFile()})
+	if err != nil {
+		return dburl.Config{}, "", fmt.Errorf("--%s: %w", s.urlFlag, err)
+	}
+	return cfg, cfg.URL(), nil
+}
