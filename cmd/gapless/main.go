@@ -22,20 +22,7 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
-	root := &cobra.Command{
-		Use:           "gapless",
-		Short:         "Parallel replication applier for MariaDB and MySQL",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.AddCommand(
-		newReplicateCmd(),
-		newStatusCmd(),
-		newVerifyCmd(),
-		newSandboxCmd(),
-		newAnalyzeCmd(),
-	)
-	if err := root.Execute(); err != nil {
+	if err := newRootCmd().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "gapless:", err)
 		var ee *exitError
 		if errors.As(err, &ee) {
@@ -43,4 +30,23 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "gapless",
+		Short:         "Parallel replication applier for MariaDB",
+		Version:       versionLine(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(
+		newReplicateCmd(),
+		newStatusCmd(),
+		newVerifyCmd(),
+		newSandboxCmd(),
+		newAnalyzeCmd(),
+	)
+	return root
 }
