@@ -44,6 +44,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newReplicateCmd(),
 		newStatusCmd(),
+		newResetCmd(),
 		newVerifyCmd(),
 		newSandboxCmd(),
 		newAnalyzeCmd(),

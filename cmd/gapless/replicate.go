@@ -85,7 +85,7 @@ else from the target's @@gtid_slave_pos, else from the source's first binlog.`,
 	fl.StringVar(&f.policy, "policy", "writeset", "what may run in parallel: "+strings.Join(schedule.Names, " | "))
 	fl.StringVar(&f.commitOrder, "commit-order", "strict", "strict (commit in source order) | causal (commit once dependencies have)")
 	fl.StringVar(&f.until, "until", "", "stop, exit 0, once this GTID position is applied (e.g. 0-1-51253,1-1-10)")
-	fl.StringVar(&f.start, "start-position", "", "GTID position to start from when the target has none")
+	fl.StringVar(&f.start, "start-position", "", "GTID position to start from when the target has none (refused while it has one: see gapless reset)")
 	fl.StringVar(&f.relayDir, "relay-dir", "./gapless-relay", "relay log folder")
 	fl.StringVar(&f.stream, "stream", "default", "name of this replication stream on the target (one applier per stream)")
 	fl.Uint32Var(&f.serverID, "server-id", 0, "replica server id shown to the source (default: derived from the target and stream)")
@@ -190,6 +190,9 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	warnWithoutProcess(ctx, tgtDB, logger)
 	writeBinlog, err := targetWritesBinlog(ctx, tgtDB, !f.noTargetBinlog)
 	if err != nil {
+		return err
+	}
+	if err := checkStartPosition(ctx, tgtDB, f.stream, start); err != nil {
 		return err
 	}
 	if start == nil {
@@ -303,6 +306,26 @@ func parseOptionalPosition(flag, s string) (*gtid.MariaDBPosition, error) {
 		return nil, fmt.Errorf("%s: %s (want one GTID domain-server-sequence per domain, e.g. 0-1-51253,1-1-10)", flag, strings.TrimPrefix(err.Error(), "gtid: "))
 	}
 	return &p, nil
+}
+
+// checkStartPosition refuses an explicit --start-position while the target
+// holds a position for the stream (the run would continue from that one),
+// unless the two are the same.
+func checkStartPosition(ctx context.Context, db *sql.DB, stream string, start *gtid.MariaDBPosition) error {
+	if start == nil {
+		return nil
+	}
+	applied, found, err := checkpoint.Existing(ctx, db, stream)
+	if err != nil || !found {
+		return err
+	}
+	if len(applied.Extra) == 0 && applied.Position.String() == start.String() {
+		return nil
+	}
+	return fmt.Errorf("--start-position %s: the target already holds position %s for stream %q, and replication continues from there; "+
+		"if the target was re-seeded from a backup, clear that position first with `gapless reset --target URL --stream %s`, then run again with --start-position; "+
+		"otherwise leave --start-position out",
+		start.String(), emptyAsNone(applied.Position.String()), stream, stream)
 }
 
 // checkSource refuses a source gapless cannot replicate from, with the reason.

@@ -289,7 +289,7 @@ func (r *Receiver) classify(err error, from gtid.MariaDBPosition, loggedIn bool)
 		switch {
 		case strings.Contains(msg, "purged"):
 			se.Problem = fmt.Sprintf("source %s no longer has the binlogs the target needs: %s", addr, purged)
-			se.Hint = "re-seed the target from a backup of the source and run again from the backup's GTID position (--start-position)"
+			se.Hint = "re-seed the target from a backup of the source (mariadb-dump --gtid --master-data=2), clear its old position with `gapless reset --target URL [--stream NAME]`, and run again with --start-position set to the backup's GTID position (its gtid_slave_pos)"
 		case strings.Contains(msg, "diverged"):
 			se.Problem = fmt.Sprintf("source %s cannot continue from %s: the target holds transactions the source never wrote", addr, position)
 			se.Hint = "check that --source names the server the target was seeded from, or " + reseed
