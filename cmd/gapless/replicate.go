@@ -184,6 +184,9 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		return fmt.Errorf("target: %w", err)
 	}
 	defer tgtDB.Close()
+	if err := checkServers(ctx, srcDB, tgtDB, f.serverID); err != nil {
+		return err
+	}
 	if err := checkTargetPrivileges(ctx, tgtDB, tgtCfg); err != nil {
 		return err
 	}
@@ -214,6 +217,14 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		serverID = 1<<30 | h.Sum32()>>2
 	}
 
+	// Relay segments hold every row of the source: the files the relay log
+	// creates (in internal/binlog) are kept to their owner by the umask.
+	syscall.Umask(0o077)
+	relayLock, err := lockRelayDir(f.relayDir, f.stream)
+	if err != nil {
+		return err
+	}
+	defer relayLock.release()
 	if err := checkRelayDir(f.relayDir); err != nil {
 		return err
 	}
@@ -355,7 +366,7 @@ func checkSource(ctx context.Context, db *sql.DB, cfg dburl.Config) error {
 // checkRelayDir refuses a relay directory that cannot be created or written,
 // before anything is written to the target.
 func checkRelayDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("relay directory %s cannot be created: %v; choose another --relay-dir", dir, err)
 	}
 	probe, err := os.CreateTemp(dir, ".gapless-write-test-")
