@@ -92,4 +92,3 @@ func waitAppliedStream(t *testing.T, sb *sandboxT, stream string, stderr interfa
 		time.Sleep(100 * time.Millisecond)
 	}
 }
-
