@@ -1,4 +1,5 @@
-// Command gapless is a parallel replication applier for MariaDB and MySQL.
+// Command gapless is a parallel replication applier for MariaDB (MySQL
+// sources are refused for now).
 //
 // This file only wires the subcommands together; each subcommand lives in a
 // file of its own and every error ends here, printed once.
@@ -34,8 +35,11 @@ func main() {
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "gapless",
-		Short:         "Parallel replication applier for MariaDB",
+		Use:   "gapless",
+		Short: "Parallel replication applier for MariaDB",
+		Long: "gapless attaches to a MariaDB primary as a replica and applies its binlog to a target\n" +
+			"with many connections at once, exactly once, in the primary's commit order.\n" +
+			"Sources and targets are MariaDB servers; MySQL sources are refused for now.",
 		Version:       versionLine(),
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -68,7 +68,39 @@ data (table gapless.checkpoint), so a restart after any crash continues exactly
 once. SIGINT or SIGTERM let the transaction in flight commit, then exit 0.
 
 When the target has no position yet, replication starts from --start-position,
-else from the target's @@gtid_slave_pos, else from the source's first binlog.`,
+else from the target's @@gtid_slave_pos, else from the source's first binlog.
+A --start-position while the target has another position is refused: after
+re-seeding the target, clear the old one with gapless reset.
+
+URLs: mysql://user@host:port (mariadb:// too), with parameters
+  ?password-file=FILE   read the password from FILE (a password written in the
+                        URL, mysql://user:password@host, shows in ps)
+  ?tls=true             TLS, checking the certificate (skip-verify, preferred:
+                        without checking; false: none)
+  ?timeout=10s          connect timeout
+  ?NAME=VALUE           any other name: a session variable of the target's
+                        connections (e.g. innodb_lock_wait_timeout=20)
+Passwords also come from --source-password-file/--target-password-file,
+$GAPLESS_SOURCE_PASSWORD/$GAPLESS_TARGET_PASSWORD, or a MariaDB option file
+(--defaults-file, --source-defaults-file, --target-defaults-file).
+
+Privileges: on the source, REPLICATION SLAVE (and BINLOG MONITOR); on the
+target, BINLOG REPLAY, BINLOG ADMIN, PROCESS, and SELECT, INSERT, UPDATE,
+DELETE, CREATE, DROP, ALTER, INDEX on the replicated schemas and gapless.*.
+
+Positions (--until, --start-position) are MariaDB GTID positions, as
+@@gtid_binlog_pos shows them: one domain-server-sequence per domain, e.g.
+0-1-51253 or 0-1-51253,1-1-10. --skip-gtid takes one GTID (0-1-51254).`,
+		Example: `  # the sandbox's servers, from its environment
+  eval "$(gapless sandbox env)"; gapless replicate
+  # passwords kept out of ps, until a position, then exit 0
+  gapless replicate --source mysql://repl@db1:3306 --source-password-file /etc/gapless/repl.pw \
+      --target 'mysql://gapless@db2:3306?password-file=/etc/gapless/apply.pw&tls=true' --until 0-1-51253
+  # both servers from an option file's [client] groups
+  gapless replicate --source-defaults-file ~/.db1.cnf --target-defaults-file ~/.db2.cnf --workers 8
+  # after re-seeding the target from a dump
+  gapless reset --target mysql://gapless@db2:3306
+  gapless replicate --source ... --target ... --start-position 0-1-51253`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReplicate(cmd.Context(), f) },
 	}

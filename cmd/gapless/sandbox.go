@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -64,6 +65,10 @@ func newSandboxDownCmd(dir *string) *cobra.Command {
 		Short: "Shut the sandbox's servers down cleanly, keeping their data",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A folder without a sandbox is a mistake (a wrong --dir), not a stop.
+			if _, err := sandbox.Load(*dir); errors.Is(err, sandbox.ErrNoSandbox) {
+				return err
+			}
 			if remove {
 				if err := sandbox.Remove(*dir); err != nil {
 					return err

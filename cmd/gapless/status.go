@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,6 +48,9 @@ func runStatus(ctx context.Context, target *serverFlags, only string, verbose bo
 		return err
 	}
 	if only != "" {
+		if !slices.Contains(streams, only) {
+			return notFoundStream(ctx, db, cfg, only)
+		}
 		streams = []string{only}
 	}
 	if len(streams) == 0 {
