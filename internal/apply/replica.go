@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -319,7 +320,27 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	queue := (<-chan *binlog.Transaction)(txns)
 	// dispatch hands txn (and what gather batches behind it) to an idle
 	// worker, or passes it when the filters left nothing of it.
+	// takeWorker removes a worker from idle: the last one, or, for a transaction of statements, worker 0, the statement
+	// session (see target.NeedsStatementSession).
+	takeWorker := func(statements bool) *worker {
+		at := len(idle) - 1
+		if statements {
+			at = slices.Index(idle, workers[0])
+		}
+		w := idle[at]
+		idle = slices.Delete(idle, at, at+1)
+		return w
+	}
+	// ready reports whether txn can be dispatched now: a transaction of
+	// statements waits for the statement session's worker.
+	ready := func(txn *binlog.Transaction) bool {
+		return !target.NeedsStatementSession(txn) || slices.Contains(idle, workers[0])
+	}
 	dispatch := func(txn *binlog.Transaction) {
+		if !ready(txn) {
+			r.pending = txn
+			return
+		}
 		batch, more, err := r.gather(txn, queue, skip)
 		if err != nil {
 			stopping, runErr = true, err
@@ -361,8 +382,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			}
 		}
 		inflight[j.gi] = j
-		w := idle[len(idle)-1]
-		idle = idle[:len(idle)-1]
+		w := takeWorker(target.NeedsStatementSession(batch[0]))
 		w.jobs <- j
 		if policy.Barrier() {
 			barrier = gi
@@ -381,14 +401,17 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		}
 		var in <-chan *binlog.Transaction
 		if !stopping && len(idle) > 0 && barrier == 0 {
-			if r.pending != nil {
-				// A transaction gather took from the queue but could not batch goes first.
+			switch {
+			case r.pending == nil:
+				in = queue
+			case ready(r.pending):
+				// A transaction gather took from the queue but could not
+				// batch, or one that waited for its worker, goes first.
 				txn := r.pending
 				r.pending = nil
 				dispatch(txn)
 				continue
 			}
-			in = queue
 		}
 		select {
 		case <-stopped:

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"gapless/internal/binlog"
+	"gapless/internal/checkpoint"
 	"gapless/internal/gtid"
 	"gapless/internal/target"
 )
@@ -377,8 +378,13 @@ func (w *worker) drainYield() {
 func (w *worker) checkpointStatement(j *job) string {
 	store := w.replica.store
 	txn := j.lastTxn()
+	slot := w.slot
+	if j.skip || !target.PositionInside(j.txns) {
+		// Written outside the target's binlog: a row of its own.
+		slot += checkpoint.AloneSlots
+	}
 	if w.replica.cfg.CommitOrder == Strict {
-		return store.Statement(w.slot, txn.MariaDB, txn.SourceTime)
+		return store.Statement(slot, txn.MariaDB, txn.SourceTime)
 	}
 	lowGI, low := w.replica.gapless()
 	kept := w.mine[:0]
@@ -395,7 +401,7 @@ func (w *worker) checkpointStatement(j *job) string {
 	for _, member := range j.txns[:len(j.txns)-1] {
 		above = append(above, member.MariaDB)
 	}
-	return store.CausalStatement(w.slot, txn.MariaDB, txn.SourceTime, low, above)
+	return store.CausalStatement(slot, txn.MariaDB, txn.SourceTime, low, above)
 }
 
 func (w *worker) connect(ctx context.Context) error {

@@ -58,6 +58,15 @@ const createWorkers = `CREATE TABLE IF NOT EXISTS ` + Schema + `.workers (
   PRIMARY KEY (stream, slot)
 ) ENGINE=InnoDB COMMENT='gapless: what each worker of a running applier does, rewritten every second'`
 
+// AloneSlots is added to a worker's slot for the position rows it writes
+// outside the target's binlog: after a DDL or another group the target
+// binlogs as it executes, for a skipped transaction, and the seed. The rows
+// of slots below it are written inside binlogged transactions only. A
+// replica of the target so holds exactly the rows the binlog created, and
+// never meets an update of a row it lacks; the position is the highest of
+// all rows either way.
+const AloneSlots = 32768
+
 // Store reads and writes one stream's position.
 type Store struct {
 	db     *sql.DB
@@ -186,7 +195,8 @@ func (s *Store) statement(slot int, g gtid.MariaDBGTID, sourceTime time.Time, lo
 		time.Now().UTC().Format("2006-01-02 15:04:05.000000"), lowWater, above)
 }
 
-// Seed records start as the stream's position (slot 0) unless a position exists already.
+// Seed records start as the stream's position (slot AloneSlots, outside the
+// binlog) unless a position exists already.
 func (s *Store) Seed(ctx context.Context, start gtid.MariaDBPosition) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
@@ -198,7 +208,7 @@ func (s *Store) Seed(ctx context.Context, start gtid.MariaDBPosition) error {
 	}
 	for _, d := range start.Domains() {
 		g, _ := start.Get(d)
-		stmt := strings.Replace(s.Statement(0, g, time.Unix(0, 0)), "INSERT INTO", "INSERT IGNORE INTO", 1)
+		stmt := strings.Replace(s.Statement(AloneSlots, g, time.Unix(0, 0)), "INSERT INTO", "INSERT IGNORE INTO", 1)
 		stmt = stmt[:strings.Index(stmt, " ON DUPLICATE KEY")]
 		if _, err := conn.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("target: record the start position: %w", err)

@@ -170,3 +170,25 @@ func xaID(txn *binlog.Transaction) string {
 	}
 	return fmt.Sprintf("X'%x',X'%x',%d", data[:gtrid], data[gtrid:gtrid+bqual], format)
 }
+
+// NeedsStatementSession reports whether txn runs source statements (not
+// only row events), which must all run on one target session, the
+// statement session: a temporary table lives in the session that created
+// it, and the source logs what a later statement does with it as a
+// statement of its own, in another event group. (MariaDB's own replica
+// keeps every source session's temporary tables in its one SQL thread.)
+func NeedsStatementSession(txn *binlog.Transaction) bool {
+	if shapeOf(txn) == shapeXAPrepare {
+		return false // its session is given up after XA PREPARE
+	}
+	for _, ev := range txn.Events {
+		if q, ok := ev.Data.(*replication.QueryEvent); ok {
+			switch strings.ToUpper(strings.TrimSpace(string(q.Query))) {
+			case "BEGIN", "COMMIT", "ROLLBACK":
+			default:
+				return true
+			}
+		}
+	}
+	return false
+}

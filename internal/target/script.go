@@ -108,9 +108,10 @@ const maxPacket = 1 << 30
 // makeRoom raises the target's max_allowed_packet when a statement of the
 // script fits neither one packet nor two fragments: the only way such a
 // row event reaches the target. The new value holds for new connections,
-// so the session reconnects; it runs between transactions, before the
-// script starts one.
-func (s *Session) makeRoom(parts ...[]string) error {
+// so the session reconnects (reopened), and the script, made for the old
+// connection's state, must be made again; it runs between transactions,
+// before the script starts one.
+func (s *Session) makeRoom(parts ...[]string) (reopened bool, err error) {
 	need, largest := 0, 0
 	for _, part := range parts {
 		for _, stmt := range part {
@@ -127,12 +128,12 @@ func (s *Session) makeRoom(parts ...[]string) error {
 		}
 	}
 	if need == 0 {
-		return nil
+		return false, nil
 	}
 	// Room for the packet's own header and the margin prepare keeps, in whole MiB.
 	need = (need + 128<<10 + 1<<20 - 1) / (1 << 20) * (1 << 20)
 	if need > maxPacket {
-		return fmt.Errorf("a statement of %d bytes is larger than any target can take (max_allowed_packet is at most 1 GiB)", largest)
+		return false, fmt.Errorf("a statement of %d bytes is larger than any target can take (max_allowed_packet is at most 1 GiB)", largest)
 	}
 	have := s.maxStatement + 64<<10
 	if err := s.conn.exec([]string{fmt.Sprintf("SET GLOBAL max_allowed_packet=%d", need)}); err != nil {
@@ -140,10 +141,10 @@ func (s *Session) makeRoom(parts ...[]string) error {
 		if code, ok := errorCode(err); ok && (code == 1227 || code == 1044) {
 			reason = "the apply user may not change it"
 		}
-		return fmt.Errorf("a statement of %d bytes exceeds the target's max_allowed_packet (%d bytes), and raising it failed (%s); raise it on the target: SET GLOBAL max_allowed_packet=%d", largest, have, reason, need)
+		return false, fmt.Errorf("a statement of %d bytes exceeds the target's max_allowed_packet (%d bytes), and raising it failed (%s); raise it on the target: SET GLOBAL max_allowed_packet=%d", largest, have, reason, need)
 	}
 	if s.opts.Warn != nil {
 		s.opts.Warn(fmt.Sprintf("raised the target's max_allowed_packet from %d to %d bytes for a row event of %d bytes (MariaDB's own replica allows 1 GiB)", have, need, largest*3/4))
 	}
-	return s.reopen()
+	return true, s.reopen()
 }

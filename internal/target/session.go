@@ -165,8 +165,11 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 	if err != nil {
 		return newApplyError(txns[len(txns)-1], err)
 	}
-	if err := s.makeRoom(format, body, tail); err != nil {
+	if reopened, err := s.makeRoom(body, tail); err != nil {
 		return newApplyError(txns[len(txns)-1], err)
+	} else if reopened {
+		// A new connection knows nothing of the old one's state: build again.
+		return s.execute(txns, checkpoint, commit)
 	}
 	script := append(format, body...)
 	xaPrepare := len(txns) == 1 && shapeOf(first) == shapeXAPrepare
@@ -174,8 +177,8 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 	case xaPrepare:
 		// The prepared XA transaction holds this connection until it ends:
 		// the position goes in on a new one.
-		defer func() { s.tail = tail }()
-	case commit:
+		s.tail = tail
+	case commit && !crashBeforePosition(first):
 		script = append(script, tail...)
 	default:
 		s.tail = tail
@@ -192,9 +195,9 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 		if err := s.reopen(); err != nil {
 			return newApplyError(first, err)
 		}
-		if commit {
-			return s.Commit(context.Background(), first)
-		}
+	}
+	if commit && s.tail != nil {
+		return s.Commit(context.Background(), first)
 	}
 	return nil
 }
@@ -260,6 +263,7 @@ func (s *Session) batchScript(txns []*binlog.Transaction, checkpoint string) (bo
 func (s *Session) Commit(ctx context.Context, txn *binlog.Transaction) error {
 	tail := s.tail
 	s.tail = nil
+	crashPoint(txn)
 	if err := s.run(tail); err != nil {
 		s.Rollback(ctx)
 		return newApplyError(txn, err)
@@ -531,14 +535,24 @@ func isWordByte(c byte) bool {
 
 // ownTransaction writes a checkpoint in a target transaction of its own,
 // after a group the target binlogged as it executed, or for a skipped
-// transaction. It stays out of the target's binlog: binlogged, it would take
-// the next sequence number of the source's domain.
+// transaction. It stays out of the target's binlog: there it would take the
+// next sequence number of the source's domain. Its row is one of the
+// position rows no binlogged transaction ever writes (PositionInside), so
+// a replica of the target never meets an update of a row it lacks.
 func (s *Session) ownTransaction(checkpoint string) []string {
 	stmts := []string{beginStatement, checkpoint, "COMMIT"}
 	if s.opts.WriteBinlog {
 		stmts = append(append([]string{"SET @@session.sql_log_bin=0"}, stmts...), "SET @@session.sql_log_bin=1")
 	}
 	return stmts
+}
+
+// PositionInside reports whether the position of a job of txns is written
+// inside the target transaction that applies them (and so travels in the
+// target's binlog with them), rather than after it in a transaction of its
+// own, outside the binlog.
+func PositionInside(txns []*binlog.Transaction) bool {
+	return len(txns) > 1 || shapeOf(txns[0]) == shapeTransaction
 }
 
 // gtidStatements make the target write the next transaction under g. The

@@ -1,0 +1,36 @@
+// crash.go lets tests kill the process between a group that the target
+// binlogs as it executes (AppliesAlone) and its position, the one window
+// in which the target holds a transaction its checkpoint does not:
+//
+//	GAPLESS_CRASH_BEFORE_POSITION=N   SIGKILL itself before writing the position of the Nth such group
+package target
+
+import (
+	"os"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+
+	"gapless/internal/binlog"
+)
+
+var (
+	crashBeforePositionOf = func() int64 {
+		n, _ := strconv.ParseInt(os.Getenv("GAPLESS_CRASH_BEFORE_POSITION"), 10, 64)
+		return n
+	}()
+	appliedAlone atomic.Int64
+)
+
+// crashBeforePosition reports whether txn's position must be written apart
+// from its body, for crashPoint to run between the two.
+func crashBeforePosition(txn *binlog.Transaction) bool {
+	return crashBeforePositionOf > 0 && AppliesAlone(txn)
+}
+
+// crashPoint kills the process when txn is the Nth group applied alone.
+func crashPoint(txn *binlog.Transaction) {
+	if crashBeforePosition(txn) && appliedAlone.Add(1) == crashBeforePositionOf {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+}
