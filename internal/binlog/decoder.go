@@ -6,7 +6,9 @@ package binlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -26,6 +28,14 @@ type Decoder struct {
 	format  Event
 	groups  groupTracker
 	txn     *Transaction
+	last    string // GTID of the last group begun, for errors outside any group
+
+	// Skip names the groups to pass when they cannot be decoded (the run's
+	// --skip-gtid): such a group comes out Filtered and without events, so
+	// it only advances the position. nil: none.
+	Skip func(gtid.MariaDBGTID) bool
+	// skipping is why the open group is being passed; nil when it is not.
+	skipping error
 }
 
 // NewDecoder decodes the relay log from its start, skipping every group that
@@ -37,43 +47,138 @@ func NewDecoder(log *RelayLog, applied Applied) *Decoder {
 // Close releases the relay log reader.
 func (d *Decoder) Close() { d.reader.Close() }
 
+// DecodeError is an event group whose bytes are intact (checksums hold) but
+// which gapless could not turn into a Transaction: a gap in gapless or in its
+// decoding library. Fetching the events again cannot help; the run stops.
+type DecodeError struct {
+	GTID    string                // the group's GTID; "" when the GTID event itself failed
+	After   string                // the GTID of the group before, when GTID is ""
+	Event   replication.EventType // the event that failed
+	Table   string                // schema.table it concerns, when known
+	Segment string                // relay segment file
+	Offset  int64                 // the event's first byte in it
+	Err     error
+}
+
+func (e *DecodeError) Error() string {
+	var b strings.Builder
+	if e.GTID != "" {
+		fmt.Fprintf(&b, "cannot decode transaction %s: its %s event", e.GTID, e.Event)
+	} else {
+		after := e.After
+		if after == "" {
+			after = "the start of the relay log"
+		}
+		fmt.Fprintf(&b, "cannot decode the %s event after %s", e.Event, after)
+	}
+	if e.Table != "" {
+		fmt.Fprintf(&b, " on table %s", e.Table)
+	}
+	fmt.Fprintf(&b, " (relay segment %s, byte %d): %v", e.Segment, e.Offset, e.Err)
+	b.WriteString("\nthis is a gapless bug: please report it, with that relay segment if you can share it")
+	if e.GTID != "" {
+		fmt.Fprintf(&b, "; to go on without this transaction, run again with --skip-gtid %s (the target then lacks its changes, which you must apply by hand)", e.GTID)
+	}
+	return b.String()
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
 // Next returns the next transaction to apply, blocking until one is whole.
 func (d *Decoder) Next(ctx context.Context) (*Transaction, error) {
 	for {
 		ev, err := d.reader.Next(ctx)
+		var ue *UndecodableError
+		if errors.As(err, &ue) {
+			ev, err = d.undecodable(ue)
+		}
 		if err != nil {
 			return nil, err
 		}
-		if ev.Header.EventType == replication.FORMAT_DESCRIPTION_EVENT {
-			d.format = Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event}
-			continue
-		}
-		single := d.groups.state == afterGTID
-		cut, err := d.groups.add(ev)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrCorruptRelay, err)
-		}
-		if cut == cutControl {
-			continue
-		}
-		if d.txn == nil {
-			d.txn = d.begin(ev)
-			continue
-		}
-		d.txn.add(ev)
-		if cut == cutComplete && single && d.txn.Flavor == FlavorMySQL {
-			// A MySQL group without BEGIN is one DDL statement.
-			d.txn.Flags = d.txn.Flags&^FlagTransactional | FlagDDL | FlagStandalone
-		}
-		if cut == cutComplete {
-			txn := d.txn
-			d.txn = nil
-			if txn.Flavor == FlavorMariaDB && d.applied.Contains(txn.MariaDB) {
-				continue
-			}
-			return txn, nil
+		txn, err := d.take(ev, d.reader.Undecoded())
+		if err != nil || txn != nil {
+			return txn, err
 		}
 	}
+}
+
+// undecodable handles an intact event that did not decode: an error, unless
+// the group is one to skip, whose remaining events are then passed over (the
+// failed one stands in the group's shape as an event of unknown content).
+func (d *Decoder) undecodable(ue *UndecodableError) (*replication.BinlogEvent, error) {
+	if d.txn != nil && d.txn.Flavor == FlavorMariaDB && d.Skip != nil && d.Skip(d.txn.MariaDB) {
+		d.skipping = ue
+		return opaqueEvent(ue.Raw), nil
+	}
+	de := &DecodeError{Event: ue.Type, Segment: ue.Segment, Offset: ue.Offset, Err: ue.Err, After: d.last}
+	if d.txn != nil {
+		de.GTID = d.txn.GTID()
+		if ue.Type != replication.TABLE_MAP_EVENT {
+			de.Table = d.txn.lastTable()
+		}
+	}
+	return nil, de
+}
+
+// take adds one event to the group being assembled and returns the
+// transaction it completed, if any. A panic here (a gapless bug) becomes a
+// DecodeError naming the group, the event and its table.
+func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Transaction, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			seg, off := d.reader.Position()
+			de := &DecodeError{Event: ev.Header.EventType, Segment: seg, Offset: off, After: d.last, Err: fmt.Errorf("panic: %v", r)}
+			if d.txn != nil {
+				de.GTID, de.Table = d.txn.GTID(), d.txn.lastTable()
+			}
+			switch e := ev.Event.(type) {
+			case *replication.RowsEvent:
+				if e.Table != nil {
+					de.Table = string(e.Table.Schema) + "." + string(e.Table.Table)
+				}
+			case *replication.TableMapEvent:
+				de.Table = string(e.Schema) + "." + string(e.Table)
+			}
+			txn, err = nil, de
+		}
+	}()
+	if ev.Header.EventType == replication.FORMAT_DESCRIPTION_EVENT {
+		d.format = Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event}
+		return nil, nil
+	}
+	single := d.groups.state == afterGTID
+	cut, err := d.groups.add(ev)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorruptRelay, err)
+	}
+	if cut == cutControl {
+		return nil, nil
+	}
+	if d.txn == nil {
+		d.txn = d.begin(ev)
+		d.last = d.txn.GTID()
+		return nil, nil
+	}
+	if d.skipping == nil {
+		d.txn.add(ev, undecoded)
+	}
+	if cut == cutComplete && single && d.txn.Flavor == FlavorMySQL {
+		// A MySQL group without BEGIN is one DDL statement.
+		d.txn.Flags = d.txn.Flags&^FlagTransactional | FlagDDL | FlagStandalone
+	}
+	if cut != cutComplete {
+		return nil, nil
+	}
+	txn, d.txn = d.txn, nil
+	if d.skipping != nil {
+		// Passed at the user's word (--skip-gtid): nothing of it reaches the target.
+		txn.Events, txn.Filtered, txn.OpaqueRows = nil, true, false
+		d.skipping = nil
+	}
+	if txn.Flavor == FlavorMariaDB && d.applied.Contains(txn.MariaDB) {
+		return nil, nil
+	}
+	return txn, nil
 }
 
 // begin opens a transaction at its GTID event.
@@ -104,9 +209,13 @@ func (d *Decoder) begin(ev *replication.BinlogEvent) *Transaction {
 	return txn
 }
 
-// add appends one event of the group and notes the schemas and tables it touches.
-func (t *Transaction) add(ev *replication.BinlogEvent) {
-	t.Events = append(t.Events, Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event})
+// add appends one event of the group and notes the schemas and tables it
+// touches; undecoded is why a row event's rows could not be decoded.
+func (t *Transaction) add(ev *replication.BinlogEvent, undecoded error) {
+	t.Events = append(t.Events, Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event, Undecoded: undecoded})
+	if undecoded != nil {
+		t.OpaqueRows = true
+	}
 	t.Size += len(ev.RawData)
 	if ts := time.Unix(int64(ev.Header.Timestamp), 0); ts.After(t.SourceTime) {
 		t.SourceTime = ts
@@ -160,4 +269,14 @@ func MySQLGTIDFromEvent(sid []byte, tag string, gno int64) gtid.MySQLGTID {
 	g.Tag = tag
 	g.GNO = uint64(gno)
 	return g
+}
+
+// lastTable names the table of the group's last table map, "" when none.
+func (t *Transaction) lastTable() string {
+	for i := len(t.Events) - 1; i >= 0; i-- {
+		if tm, ok := t.Events[i].Data.(*replication.TableMapEvent); ok {
+			return string(tm.Schema) + "." + string(tm.Table)
+		}
+	}
+	return ""
 }

@@ -51,9 +51,28 @@ const (
 )
 
 // ErrCorruptRelay is returned by a reader that meets an event it cannot trust
-// (a bad checksum, a torn event); the caller discards the relay log from there
-// and fetches the events again from the source.
+// (a bad checksum, a torn event, a size that runs past the segment); the
+// caller discards the relay log from there and fetches the events again from
+// the source. An event whose checksum holds is never called corrupt, however
+// badly it decodes: fetching it again would bring the same bytes.
 var ErrCorruptRelay = errors.New("relay log is corrupt")
+
+// UndecodableError is an event whose bytes are intact (its checksum holds)
+// but which gapless cannot turn into a decoded event: a gap in gapless or in
+// its decoding library, not damage, so fetching it again cannot help.
+type UndecodableError struct {
+	Segment string // the relay segment file
+	Offset  int64  // the event's first byte in it
+	Type    replication.EventType
+	Raw     []byte // the whole event
+	Err     error
+}
+
+func (e *UndecodableError) Error() string {
+	return fmt.Sprintf("%s: %s event at byte %d cannot be decoded: %v", e.Segment, e.Type, e.Offset, e.Err)
+}
+
+func (e *UndecodableError) Unwrap() error { return e.Err }
 
 // RelayOptions configure a relay log.
 type RelayOptions struct {
@@ -162,6 +181,8 @@ func scanSegment(path string) segmentScan {
 		return s
 	}
 	parser := newRelayParser(false)
+	fdeSize := int(binary.LittleEndian.Uint32(data[len(binlogMagic)+9:]))
+	checksum := formatHasChecksum(data[len(binlogMagic) : len(binlogMagic)+fdeSize])
 	var groups groupTracker
 	var pending gtid.MariaDBGTID
 	sawList := false
@@ -180,7 +201,17 @@ func scanSegment(path string) segmentScan {
 			s.err = fmt.Errorf("%s: bytes after the rotate event at byte %d", path, off)
 			break
 		}
-		ev, err := safeParse(parser, data[off:off+size])
+		raw := data[off : off+size]
+		if checksum && off > int64(len(binlogMagic)) && !checksumHolds(raw) {
+			s.err = fmt.Errorf("%s: event at byte %d has a bad checksum", path, off)
+			break
+		}
+		ev, err := safeParse(parser, raw)
+		if err != nil && checksum {
+			// Intact but not decodable: not damage, so not cut here. It
+			// keeps its place in the group; the decoder reports it.
+			ev, err = opaqueEvent(raw), nil
+		}
 		if err != nil {
 			s.err = fmt.Errorf("%s: event at byte %d: %w", path, off, err)
 			break
@@ -286,6 +317,62 @@ func newRelayParser(decodeRows bool) *replication.BinlogParser {
 		p.SetRowsEventDecodeFunc(func(*replication.RowsEvent, []byte) error { return nil })
 	}
 	return p
+}
+
+// decodeRowsOrKeepHeader decodes a row event's header (table id, flags,
+// columns, bitmaps, and the table map it refers to), then its rows. A header
+// that does not decode is an error: nothing can be said of the event. Rows
+// that do not decode (a column type or layout the library does not know,
+// which it answers with an error or a panic) leave the event with its header
+// and no rows, and the reason in undecoded: the target decodes the raw event
+// itself, so the event is still applicable, only its values are unknown here.
+func decodeRowsOrKeepHeader(re *replication.RowsEvent, body []byte) (undecoded error, err error) {
+	pos, err := re.DecodeHeader(body)
+	if err != nil {
+		return nil, err
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				undecoded = fmt.Errorf("row decoder panic: %v", r)
+			}
+		}()
+		undecoded = re.DecodeData(pos, body)
+	}()
+	if undecoded != nil {
+		re.Rows, re.SkippedColumns = nil, nil
+		undecoded = shortRowsError(undecoded)
+	}
+	return undecoded, nil
+}
+
+// shortRowsError keeps the first line of a row decoding error: go-mysql
+// appends the whole event and table map to some, which no one can read.
+func shortRowsError(err error) error {
+	msg := err.Error()
+	if i := strings.Index(msg, ", data "); i > 0 {
+		msg = msg[:i]
+	}
+	if len(msg) > 300 {
+		msg = msg[:300] + "..."
+	}
+	return errors.New(msg)
+}
+
+// opaqueEvent stands for an intact event that does not decode, so that the
+// group it belongs to can still be cut: its header, and no content.
+func opaqueEvent(raw []byte) *replication.BinlogEvent {
+	h := &replication.EventHeader{}
+	if err := h.Decode(raw); err != nil {
+		h.EventType = replication.EventType(raw[4])
+	}
+	return &replication.BinlogEvent{Header: h, RawData: raw, Event: &replication.GenericEvent{}}
+}
+
+// checksumHolds reports whether a CRC32 event's last four bytes are the checksum of the rest.
+func checksumHolds(ev []byte) bool {
+	n := len(ev) - checksumSize
+	return n >= eventHeaderSize && crc32.ChecksumIEEE(ev[:n]) == binary.LittleEndian.Uint32(ev[n:])
 }
 
 func (l *RelayLog) recover() error {
@@ -612,12 +699,25 @@ func (l *RelayLog) readable(n int) (size int64, growing bool, changed <-chan str
 
 // RelayReader reads the relay log from its first segment on, following the
 // writer: at the end of the active segment it waits for more.
+//
+// It returns every event decoded and never compressed: a compressed event
+// comes back as the plain event it stands for (compressed.go), and a row
+// event whose rows cannot be decoded comes back with its header only, its
+// raw bytes whole, and Undecoded saying why.
 type RelayReader struct {
 	log    *RelayLog
 	parser *replication.BinlogParser
 	seg    int // number of the segment being read; 0 before the first
 	file   *os.File
 	off    int64
+	// format is the segment's format description; checksum says its events
+	// carry CRC32 checksums, which the reader checks before decoding anything.
+	format   *replication.FormatDescriptionEvent
+	checksum bool
+	// last is where the event Next returned last starts; undecoded why its
+	// rows are not decoded (nil when they are, or it is no row event).
+	last      int64
+	undecoded error
 	// ahead holds the segment's bytes from aheadAt on, read in large pieces
 	// so that an event costs no system call of its own.
 	ahead   []byte
@@ -652,7 +752,25 @@ func (r *RelayReader) bytesAt(off, n, limit int64) ([]byte, error) {
 
 // NewReader returns a reader positioned before the first segment.
 func (l *RelayLog) NewReader() *RelayReader {
-	return &RelayReader{log: l, parser: newRelayParser(true)}
+	r := &RelayReader{log: l, parser: newRelayParser(true)}
+	r.parser.SetRowsEventDecodeFunc(func(re *replication.RowsEvent, body []byte) error {
+		undecoded, err := decodeRowsOrKeepHeader(re, body)
+		r.undecoded = undecoded
+		return err
+	})
+	return r
+}
+
+// Undecoded says why the rows of the event Next returned last are not
+// decoded; nil when they are, or when it is no row event.
+func (r *RelayReader) Undecoded() error { return r.undecoded }
+
+// Position names the segment file and byte where the event Next returned last starts.
+func (r *RelayReader) Position() (segment string, offset int64) {
+	if r.file == nil {
+		return segmentPath(r.log.opts.Dir, r.seg), r.last
+	}
+	return r.file.Name(), r.last
 }
 
 // Close releases the reader's file.
@@ -701,16 +819,18 @@ func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error
 		}
 		// The event outlives the read-ahead buffer (the Transaction keeps it).
 		data := append(make([]byte, 0, size), ahead...)
-		if r.off == int64(len(binlogMagic)) {
-			if err := checkFormatEvent(data); err != nil {
-				return nil, fmt.Errorf("%w: %s: %v", ErrCorruptRelay, r.file.Name(), err)
-			}
+		ev, err := r.decode(data)
+		var ue *UndecodableError
+		if err != nil && !errors.As(err, &ue) {
+			return nil, err
 		}
-		ev, err := safeParse(r.parser, data)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: event at byte %d: %v", ErrCorruptRelay, r.file.Name(), r.off, err)
-		}
+		// An intact event is read past even when it does not decode: the
+		// decoder may pass its group (--skip-gtid).
+		r.last = r.off
 		r.off += size
+		if err != nil {
+			return nil, err
+		}
 		if ev.Header.EventType == replication.ROTATE_EVENT {
 			r.file.Close()
 			r.file = nil
@@ -719,6 +839,46 @@ func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error
 		}
 		return ev, nil
 	}
+}
+
+// decode checks one whole event read at r.off and decodes it. Damage (a bad
+// checksum, a bad format description) is ErrCorruptRelay; an intact event
+// that does not decode is an *UndecodableError. Without checksums the two
+// cannot be told apart, and a failure counts as damage.
+func (r *RelayReader) decode(data []byte) (*replication.BinlogEvent, error) {
+	t := replication.EventType(data[4])
+	at := r.off
+	if at == int64(len(binlogMagic)) {
+		if err := checkFormatEvent(data); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrCorruptRelay, r.file.Name(), err)
+		}
+		r.checksum = formatHasChecksum(data)
+		r.format = nil
+	} else if r.checksum && !checksumHolds(data) {
+		return nil, fmt.Errorf("%w: %s: %s event at byte %d has a bad checksum", ErrCorruptRelay, r.file.Name(), t, at)
+	}
+	undecodable := func(err error) error {
+		if !r.checksum {
+			return fmt.Errorf("%w: %s: %s event at byte %d: %v", ErrCorruptRelay, r.file.Name(), t, at, err)
+		}
+		return &UndecodableError{Segment: r.file.Name(), Offset: at, Type: t, Raw: data, Err: err}
+	}
+	if isCompressedEvent(t) {
+		plain, _, err := uncompressEvent(data, r.format)
+		if err != nil {
+			return nil, undecodable(err)
+		}
+		data = plain
+	}
+	r.undecoded = nil
+	ev, err := safeParse(r.parser, data)
+	if err != nil {
+		return nil, undecodable(err)
+	}
+	if f, ok := ev.Event.(*replication.FormatDescriptionEvent); ok {
+		r.format = f
+	}
+	return ev, nil
 }
 
 func (r *RelayReader) openNext(ctx context.Context) error {

@@ -57,6 +57,11 @@ type Event struct {
 	Header *replication.EventHeader
 	Raw    []byte
 	Data   replication.Event
+	// Undecoded says why a row event's rows could not be decoded here (a
+	// column type or layout the row decoder does not know); nil when they
+	// were. Data is then a *replication.RowsEvent with its header (table,
+	// columns, bitmaps) and no Rows; Raw is whole, and the target decodes it.
+	Undecoded error
 }
 
 // Transaction is one source event group, from its GTID event to its commit.
@@ -91,6 +96,13 @@ type Transaction struct {
 	// Filtered is true when the replication filters leave nothing of the
 	// group to apply: it only advances the position.
 	Filtered bool
+
+	// OpaqueRows is true when some row event's rows could not be decoded
+	// (see Event.Undecoded): the transaction applies like any other, but its
+	// row values are unknown, so nothing may rely on them. A scheduling
+	// policy that derives conflicts from row values must treat each table
+	// it writes as written whole.
+	OpaqueRows bool
 }
 
 // GTID prints the transaction's GTID as the source prints it.
