@@ -9,8 +9,10 @@
 // the target's unique index.
 //
 // What the keys cannot see falls back to coarser resources:
-//   - a table without a usable key, or a row image that lacks a key's
-//     columns (binlog_row_image not FULL): the whole table, exclusively;
+//   - a table without a usable key, a row image that lacks a key's columns
+//     (binlog_row_image not FULL), or rows gapless could not decode (the
+//     transaction's OpaqueRows: a column type the row decoder does not
+//     know): the whole table, exclusively;
 //   - tables with foreign keys (either side): one resource shared by all of
 //     them, exclusively, since a child row and its parent have different keys;
 //   - DDL and statement-format transactions: a barrier.
@@ -83,7 +85,7 @@ func (p *Writeset) Admit(gi int64, txn *binlog.Transaction) (Deps, error) {
 	var err error
 	for _, ev := range txn.Events {
 		if rows, ok := ev.Data.(*replication.RowsEvent); ok {
-			if deps, err = p.rowKeys(gi, rows, deps); err != nil {
+			if deps, err = p.rowKeys(gi, rows, txn.OpaqueRows, deps); err != nil {
 				return nil, err
 			}
 		}
@@ -91,7 +93,9 @@ func (p *Writeset) Admit(gi int64, txn *binlog.Transaction) (Deps, error) {
 	return tidy(deps), nil
 }
 
-func (p *Writeset) rowKeys(gi int64, ev *replication.RowsEvent, deps Deps) (Deps, error) {
+// rowKeys takes the resources one row event writes. opaque says its
+// transaction's row values are not all known: its tables are then taken whole.
+func (p *Writeset) rowKeys(gi int64, ev *replication.RowsEvent, opaque bool, deps Deps) (Deps, error) {
 	if ev.Table == nil {
 		return deps, fmt.Errorf("row event without its table map")
 	}
@@ -104,7 +108,7 @@ func (p *Writeset) rowKeys(gi int64, ev *replication.RowsEvent, deps Deps) (Deps
 	if info != nil && info.ForeignKeys {
 		deps = p.ledger.take(gi, fkResource, true, deps)
 	}
-	if info == nil || len(info.Keys) == 0 {
+	if info == nil || len(info.Keys) == 0 || opaque {
 		return p.ledger.take(gi, tableRes, true, deps), nil
 	}
 	deps = p.ledger.take(gi, tableRes, false, deps)

@@ -109,6 +109,20 @@ func TestWriteset(t *testing.T) {
 			commit(1, 2, 5),
 			ins("nokey", row(1)),
 		}},
+		{"rows the decoder could not read take their table whole", []step{
+			ins("t", row(1, "a")),
+			ins("t2", row(1, "a")),
+			waits(admit(opaque(dml(rows("db", "t")))), 1),
+			waits(ins("t", row(7, "q")), 3),
+			ins("t2", row(2, "b")),
+			commit(1, 3, 4),
+			ins("t", row(8, "r")),
+		}},
+		{"opaque rows in a foreign-key table wait for the other foreign-key tables", []step{
+			ins("parent", row(1)),
+			waits(admit(opaque(dml(rows("db", "child")))), 1),
+			waits(ins("child", row(12, 1)), 2),
+		}},
 		{"tables with foreign keys run one at a time", []step{
 			ins("parent", row(1)),
 			waits(ins("child", row(10, 1)), 1),
