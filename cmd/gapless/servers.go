@@ -73,7 +73,11 @@ func (s *serverFlags) optionFile() string {
 func (s *serverFlags) resolve() (dburl.Config, string, error) {
 	cfg, err := dburl.Resolve(s.rawURL(), dburl.Credentials{Side: s.side, PasswordFile: s.passwordFile, DefaultsFile: s.optionFile()})
 	if err != nil {
-		return dburl.Config{}, "", fmt.Errorf("--%s: %w", s.urlFlag, err)
+		prefix := s.side // "source: ...", as the connection errors say it
+		if s.urlFlag != s.side {
+			prefix = "--" + s.urlFlag
+		}
+		return dburl.Config{}, "", fmt.Errorf("%s: %w", prefix, err)
 	}
 	return cfg, cfg.URL(), nil
 }
