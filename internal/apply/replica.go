@@ -199,10 +199,22 @@ func (r *Replica) run(ctx context.Context) (Result, error) {
 	stopReport := r.reportWorkers()
 	defer stopReport()
 
+	// A corrupt relay log is fetched again from the source, at most
+	// maxRefetches times at one position: the same damage again comes from
+	// the source or from the disk, and fetching more would loop for ever.
+	const maxRefetches = 3
+	refetches, refetchedAt := 0, r.currentPosition()
 	for {
 		res, err := r.session(ctx, relay)
 		if errors.Is(err, binlog.ErrCorruptRelay) && ctx.Err() == nil {
-			r.log.Warn("relay log is corrupt; fetching its events again from the source", "error", err)
+			if at := r.currentPosition(); !at.Equal(refetchedAt) {
+				refetches, refetchedAt = 0, at
+			}
+			if refetches++; refetches > maxRefetches {
+				return res, fmt.Errorf("%w\nthe relay log was fetched again from the source %d times and is still corrupt after position %s: check the source's binlog after that position (mariadb-binlog --start-position) and the disk under %s, then remove %s and run again",
+					err, maxRefetches, refetchedAt, r.cfg.Relay.Dir, r.cfg.Relay.Dir)
+			}
+			r.log.Warn("relay log is corrupt; fetching its events again from the source", "error", err, "attempt", refetches, "of", maxRefetches)
 			if err := relay.Reset(r.currentPosition()); err != nil {
 				return res, err
 			}
