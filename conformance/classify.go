@@ -1,0 +1,157 @@
+// This file owns the verdicts: what a case's outcome is, and how each
+// gapless run is judged against MariaDB's replica on the same binlog. Only a
+// case MariaDB's replica applied to a target equal to the primary can fail
+// gapless; anything else is "not comparable". A gapless run that exits 0
+// with a target that differs is SILENT, the worst verdict: nothing told the
+// user.
+package main
+
+import "fmt"
+
+// Case outcomes.
+const (
+	caseCompared      = "compared"       // MariaDB's replica matched the primary; gapless was judged
+	caseNotComparable = "not comparable" // MariaDB's replica failed, hung or diverged
+	caseEmpty         = "empty binlog"   // the test wrote nothing to the binlog (often: it skipped itself)
+	caseNotRun        = "not run"        // the harness could not run it here
+)
+
+// Gapless verdicts.
+const (
+	verdictOK     = "ok"
+	verdictFailed = "failed" // exited non-zero
+	verdictHang   = "hang"   // did not end within the time limit
+	verdictSilent = "SILENT" // exited 0, the target differs
+)
+
+// variant is one gapless configuration every compared case runs with.
+type variant struct {
+	Name  string
+	Flags []string
+}
+
+var knownVariants = []variant{
+	{Name: "default"},
+	{Name: "no-target-binlog", Flags: []string{"--no-target-binlog"}},
+}
+
+// gaplessResult is one variant's run on one case.
+type gaplessResult struct {
+	Variant string
+	Verdict string
+	Message string // gapless's last stderr line, or the first differences
+	Run     applyRun
+	// Serial is the rerun with --workers 1 --policy serial, made only when
+	// the parallel run did not pass.
+	Serial *gaplessResult
+}
+
+// Failed reports whether the verdict is a gapless failure of any kind.
+func (g gaplessResult) Failed() bool { return g.Verdict != verdictOK }
+
+// caseResult is everything a (case, format) run found.
+type caseResult struct {
+	Case     testCase
+	Format   string
+	Outcome  string
+	Reason   string // why not run, why not comparable
+	Test     testRun
+	Position string // the primary's @@gtid_binlog_pos after the test
+	Replica  applyRun
+	Gapless  []gaplessResult
+	Notes    []string // options of the test not applied
+	Seconds  float64
+	Dir      string // the case's folder (kept with --keep-failed)
+}
+
+// Failed reports whether any gapless run of the case failed.
+func (r caseResult) Failed() bool {
+	for _, g := range r.Gapless {
+		if g.Failed() {
+			return true
+		}
+	}
+	return false
+}
+
+// judgeReplica says whether MariaDB's replica gives a reference to judge
+// gapless by: it reached the position and its target equals the primary.
+func judgeReplica(run applyRun, diff []string) (comparable bool, reason string) {
+	switch {
+	case run.Hang:
+		return false, "MariaDB's replica: " + run.Message
+	case !run.OK:
+		return false, "MariaDB's replica " + run.Message
+	case len(diff) > 0:
+		return false, "MariaDB's replica diverged: " + summarizeDiff(diff, 3)
+	}
+	return true, ""
+}
+
+// judgeGapless gives a gapless run its verdict.
+func judgeGapless(run applyRun, diff []string) (verdict, message string) {
+	switch {
+	case run.Hang:
+		return verdictHang, run.Message
+	case !run.OK:
+		return verdictFailed, fmt.Sprintf("exit %d: %s", run.Exit, run.Message)
+	case len(diff) > 0:
+		return verdictSilent, "exit 0, target differs: " + summarizeDiff(diff, 3)
+	}
+	return verdictOK, ""
+}
+
+// tally is the counts of one (format, variant) cell of the report.
+type tally struct {
+	Run, NotComparable, OK, Failed, Hang, Silent, SerialToo int
+}
+
+// countResults tallies every variant of every format, and the cases that
+// were not run or left an empty binlog, per format. A not-comparable case
+// counts in each of the run's variants.
+func countResults(results []caseResult, variants []string) (cells map[[2]string]*tally, notRun, empty map[string]int) {
+	cells = map[[2]string]*tally{}
+	notRun, empty = map[string]int{}, map[string]int{}
+	cell := func(format, v string) *tally {
+		k := [2]string{format, v}
+		if cells[k] == nil {
+			cells[k] = &tally{}
+		}
+		return cells[k]
+	}
+	for _, r := range results {
+		switch r.Outcome {
+		case caseNotRun:
+			notRun[r.Format]++
+		case caseEmpty:
+			empty[r.Format]++
+		case caseNotComparable:
+			for _, v := range variants {
+				t := cell(r.Format, v)
+				t.Run++
+				t.NotComparable++
+			}
+		case caseCompared:
+			for _, g := range r.Gapless {
+				t := cell(r.Format, g.Variant)
+				t.Run++
+				switch g.Verdict {
+				case verdictOK:
+					t.OK++
+				case verdictHang:
+					t.Failed++
+					t.Hang++
+				case verdictSilent:
+					t.Failed++
+					t.Silent++
+				default:
+					t.Failed++
+				}
+				if g.Failed() && g.Serial != nil && g.Serial.Failed() {
+					t.SerialToo++
+				}
+			}
+		}
+	}
+	return cells, notRun, empty
+}

@@ -1,0 +1,282 @@
+// This file owns one case's pipeline, for one binlog format:
+//
+//	fresh primary (+ a slave for rpl tests) -> mariadb-test runs the .test
+//	-> the primary's @@gtid_binlog_pos -> MariaDB's replica onto target A
+//	-> gapless onto one target per variant -> compare each with the primary
+//	-> a serial rerun of every gapless failure.
+//
+// The primary's binlog is the only thing that carries over from the test:
+// the slave is killed before the position is read, so nothing writes to the
+// primary once its position is known, and every comparison reads the
+// primary at exactly that position.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"gapless/internal/sandbox"
+)
+
+// runner holds what every case of a run shares.
+type runner struct {
+	env          mtrEnv
+	fleet        *fleet
+	template     string
+	gapless      string
+	workers      int
+	variants     []variant
+	testTimeout  time.Duration
+	applyTimeout time.Duration
+	keepFailed   bool
+}
+
+// caseServers are the servers of one case, killed together at its end.
+type caseServers struct {
+	list []*sandbox.Server
+	mu   sync.Mutex
+}
+
+func (s *caseServers) add(srv *sandbox.Server) {
+	s.mu.Lock()
+	s.list = append(s.list, srv)
+	s.mu.Unlock()
+}
+
+// runCase runs one case in one format in dir, which it creates.
+func (r *runner) runCase(ctx context.Context, c testCase, format, dir string) (res caseResult) {
+	began := time.Now()
+	res = caseResult{Case: c, Format: format, Dir: dir}
+	servers := &caseServers{}
+	defer func() {
+		res.Seconds = time.Since(began).Seconds()
+		if r.keepFailed && res.Failed() {
+			for _, s := range servers.list {
+				r.fleet.forget(s)
+			}
+			return
+		}
+		for _, s := range servers.list {
+			r.fleet.kill(s)
+		}
+		_ = os.RemoveAll(dir)
+	}()
+
+	files, err := locateCase(r.env.MtrDir, c)
+	if err != nil {
+		res.Outcome, res.Reason = caseNotRun, err.Error()
+		return res
+	}
+	res.Notes = files.Notes
+	if err := prepareVardir(r.env, dir); err != nil {
+		res.Outcome, res.Reason = caseNotRun, err.Error()
+		return res
+	}
+
+	primary, slave, err := r.startPrimary(ctx, files, format, dir, servers)
+	if err != nil {
+		res.Outcome, res.Reason = caseNotRun, err.Error()
+		return res
+	}
+	// The targets start while the test runs.
+	targetNames := []string{"t-mariadb"}
+	for _, v := range r.variants {
+		targetNames = append(targetNames, "t-"+v.Name)
+	}
+	targets := make(map[string]*sandbox.Server)
+	targetErrs := make(map[string]error)
+	var targetsStarted sync.WaitGroup
+	var targetsMu sync.Mutex
+	for _, name := range targetNames {
+		targetsStarted.Add(1)
+		go func() {
+			defer targetsStarted.Done()
+			srv, err := r.startTarget(ctx, files, format, dir, name, servers)
+			targetsMu.Lock()
+			targets[name], targetErrs[name] = srv, err
+			targetsMu.Unlock()
+		}()
+	}
+
+	res.Test = runMysqltest(ctx, r.env, files, dir, primary, slave, format, r.testTimeout)
+	if slave != nil {
+		r.fleet.kill(slave)
+	}
+	pos, err := settledPosition(ctx, primary)
+	targetsStarted.Wait()
+	if err != nil {
+		res.Outcome, res.Reason = caseNotRun, "reading the primary after the test: "+err.Error()
+		return res
+	}
+	res.Position = pos
+	if pos == "" {
+		res.Outcome = caseEmpty
+		return res
+	}
+	for _, name := range targetNames {
+		if targetErrs[name] != nil {
+			res.Outcome, res.Reason = caseNotRun, targetErrs[name].Error()
+			return res
+		}
+	}
+	want, err := takeSnapshot(ctx, primary)
+	if err != nil {
+		res.Outcome, res.Reason = caseNotRun, "reading the primary: "+err.Error()
+		return res
+	}
+
+	res.Replica = runMariaDBReplica(ctx, primary, targets["t-mariadb"], pos, r.applyTimeout)
+	var replicaDiff []string
+	if res.Replica.OK {
+		replicaDiff, err = r.diffTarget(ctx, want, targets["t-mariadb"])
+		if err != nil {
+			res.Outcome, res.Reason = caseNotRun, err.Error()
+			return res
+		}
+	}
+	if ok, reason := judgeReplica(res.Replica, replicaDiff); !ok {
+		res.Outcome, res.Reason = caseNotComparable, reason
+		return res
+	}
+	res.Outcome = caseCompared
+
+	res.Gapless = make([]gaplessResult, len(r.variants))
+	var wg sync.WaitGroup
+	for i, v := range r.variants {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			settings := gaplessSettings{Workers: r.workers, Flags: v.Flags}
+			res.Gapless[i] = r.runGaplessVariant(ctx, primary, targets["t-"+v.Name], pos, want, filepath.Join(dir, "gapless-"+v.Name), v.Name, settings)
+		}()
+	}
+	wg.Wait()
+	// A failure is run again serially, on a fresh target, one at a time.
+	for i, v := range r.variants {
+		if !res.Gapless[i].Failed() || ctx.Err() != nil {
+			continue
+		}
+		name := "t-" + v.Name + "-serial"
+		target, err := r.startTarget(ctx, files, format, dir, name, servers)
+		if err != nil {
+			res.Gapless[i].Serial = &gaplessResult{Variant: v.Name, Verdict: verdictFailed, Message: "serial rerun not made: " + err.Error()}
+			continue
+		}
+		settings := gaplessSettings{Workers: 1, Policy: "serial", Flags: v.Flags}
+		serial := r.runGaplessVariant(ctx, primary, target, pos, want, filepath.Join(dir, "gapless-"+v.Name+"-serial"), v.Name, settings)
+		res.Gapless[i].Serial = &serial
+	}
+	return res
+}
+
+func (r *runner) runGaplessVariant(ctx context.Context, primary, target *sandbox.Server, pos string, want snapshot, workDir, name string, s gaplessSettings) gaplessResult {
+	run := runGapless(ctx, r.gapless, primary, target, pos, workDir, s, r.applyTimeout)
+	var diff []string
+	if run.OK {
+		var err error
+		if diff, err = r.diffTarget(ctx, want, target); err != nil {
+			diff = []string{err.Error()}
+		}
+	}
+	verdict, message := judgeGapless(run, diff)
+	return gaplessResult{Variant: name, Verdict: verdict, Message: message, Run: run}
+}
+
+func (r *runner) diffTarget(ctx context.Context, want snapshot, target *sandbox.Server) ([]string, error) {
+	got, err := takeSnapshot(ctx, target)
+	if err != nil {
+		return nil, fmt.Errorf("reading target %s: %w", target.Config.Name, err)
+	}
+	return diffSnapshots(want, got), nil
+}
+
+// startPrimary starts the case's primary and, for tests that set up
+// replication, the slave mtr would give them (server ids 1 and 2, as mtr's).
+func (r *runner) startPrimary(ctx context.Context, files caseFiles, format, dir string, servers *caseServers) (primary, slave *sandbox.Server, err error) {
+	var slaveErr error
+	var wg sync.WaitGroup
+	if files.NeedsSlave {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cfg := caseServerConfig(dir, "mysqld.2", 2, format, files.SlaveOptions)
+			slave, slaveErr = r.fleet.start(ctx, cfg, r.template)
+			if slaveErr == nil {
+				servers.add(slave)
+			}
+		}()
+	}
+	cfg := caseServerConfig(dir, "mysqld.1", 1, format, files.PrimaryOptions)
+	primary, err = r.fleet.start(ctx, cfg, r.template)
+	wg.Wait()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %s", errServerOptions, firstErrorLine(err))
+	}
+	servers.add(primary)
+	if slaveErr != nil {
+		return nil, nil, fmt.Errorf("the slave does not start with the test's options: %s", firstErrorLine(slaveErr))
+	}
+	return primary, slave, nil
+}
+
+// startTarget starts a fresh target for one applier. Targets share mtr's
+// defaults and the few test options that change how a binlog applies.
+func (r *runner) startTarget(ctx context.Context, files caseFiles, format, dir, name string, servers *caseServers) (*sandbox.Server, error) {
+	cfg := caseServerConfig(filepath.Join(dir, "targets"), name, 0, format, files.TargetOptions)
+	srv, err := r.fleet.start(ctx, cfg, r.template)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %s", name, firstErrorLine(err))
+	}
+	servers.add(srv)
+	return srv, nil
+}
+
+// settledPosition turns the primary's event scheduler off and reads its
+// @@gtid_binlog_pos until two reads 300 ms apart agree (connections the
+// test left end after it, and their temporary tables are dropped then). A
+// test that shut the primary down gets it started again first.
+func settledPosition(ctx context.Context, primary *sandbox.Server) (string, error) {
+	if !primary.Running() {
+		if err := primary.Start(ctx); err != nil {
+			return "", fmt.Errorf("the test stopped the primary and it does not start again: %s", firstErrorLine(err))
+		}
+	}
+	db, err := primary.Open("")
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "SET GLOBAL event_scheduler=OFF"); err != nil {
+		return "", fmt.Errorf("SET GLOBAL event_scheduler=OFF: %w", err)
+	}
+	last := "-"
+	for range 50 {
+		var pos string
+		if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_binlog_pos").Scan(&pos); err != nil {
+			return "", fmt.Errorf("reading @@gtid_binlog_pos: %w", err)
+		}
+		if pos == last {
+			return pos, nil
+		}
+		last = pos
+		time.Sleep(300 * time.Millisecond)
+	}
+	return "", fmt.Errorf("@@gtid_binlog_pos still moving after 15 s (last %s)", last)
+}
+
+// firstErrorLine is an error's text on one line, the server's [ERROR]
+// line first when the error log has one.
+func firstErrorLine(err error) string {
+	s := err.Error()
+	for _, l := range strings.Split(s, "\n") {
+		if i := strings.Index(l, "[ERROR]"); i >= 0 {
+			return strings.TrimSpace(l[i:])
+		}
+	}
+	return strings.Join(strings.Fields(abbreviate(s, 300)), " ")
+}
