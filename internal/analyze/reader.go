@@ -164,6 +164,7 @@ type decoder struct {
 	format *formatDesc // the one parser holds
 	fde    binlog.Event
 	keys   tableKeyCache
+	opaque bool // a row event of the group being decoded kept only its header
 }
 
 // newDecoder decodes row images only when rows is true; the header of a row
@@ -172,7 +173,15 @@ func newDecoder(rows bool) *decoder {
 	d := &decoder{parser: replication.NewBinlogParser(), keys: tableKeyCache{}}
 	d.parser.SetVerifyChecksum(true)
 	d.parser.SetUseDecimal(false)
-	if !rows {
+	if rows {
+		// Rows the decoder cannot read (a column type it does not know)
+		// leave the event with its header, and the transaction opaque.
+		d.parser.SetRowsEventDecodeFunc(func(re *replication.RowsEvent, body []byte) error {
+			undecoded, err := binlog.DecodeRowsOrKeepHeader(re, body)
+			d.opaque = d.opaque || undecoded != nil
+			return err
+		})
+	} else {
 		d.parser.SetRowsEventDecodeFunc(func(re *replication.RowsEvent, body []byte) error {
 			_, err := re.DecodeHeader(body)
 			return err
@@ -208,6 +217,7 @@ func (d *decoder) transaction(g *rawGroup) (*txnInfo, error) {
 		d.format, d.fde = g.format, binlog.Event{Header: ev.Header, Raw: raw.data, Data: ev.Event}
 	}
 	var t *txnInfo
+	d.opaque = false
 	for i, raw := range g.events {
 		ev, err := d.parse(raw)
 		if err != nil {
@@ -219,6 +229,7 @@ func (d *decoder) transaction(g *rawGroup) (*txnInfo, error) {
 		}
 		t.addEvent(ev, raw.data)
 	}
+	t.txn.OpaqueRows = d.opaque
 	if g.single && t.txn.Flavor == binlog.FlavorMySQL && !t.payload {
 		// A MySQL group without BEGIN is one DDL statement.
 		t.txn.Flags = t.txn.Flags&^binlog.FlagTransactional | binlog.FlagDDL | binlog.FlagStandalone

@@ -2,6 +2,12 @@
 // place that knows how a source event group maps onto the Transaction
 // contract; it skips the groups the target already holds, so everything it
 // emits is still to be applied, in relay-log order.
+//
+// Every event it emits is plain (compressed ones were uncompressed by the
+// relay reader) and whole; a row event whose rows it could not decode is
+// emitted with its header only and the transaction marked OpaqueRows. An
+// intact event it cannot turn into a Transaction at all stops it with a
+// DecodeError, unless Skip names the group.
 package binlog
 
 import (

@@ -319,14 +319,16 @@ func newRelayParser(decodeRows bool) *replication.BinlogParser {
 	return p
 }
 
-// decodeRowsOrKeepHeader decodes a row event's header (table id, flags,
+// DecodeRowsOrKeepHeader decodes a row event's header (table id, flags,
 // columns, bitmaps, and the table map it refers to), then its rows. A header
 // that does not decode is an error: nothing can be said of the event. Rows
 // that do not decode (a column type or layout the library does not know,
 // which it answers with an error or a panic) leave the event with its header
 // and no rows, and the reason in undecoded: the target decodes the raw event
 // itself, so the event is still applicable, only its values are unknown here.
-func decodeRowsOrKeepHeader(re *replication.RowsEvent, body []byte) (undecoded error, err error) {
+// It is a go-mysql row decoding function for any parser that must not stop
+// at such rows (the relay reader's, analyze's).
+func DecodeRowsOrKeepHeader(re *replication.RowsEvent, body []byte) (undecoded error, err error) {
 	pos, err := re.DecodeHeader(body)
 	if err != nil {
 		return nil, err
@@ -754,7 +756,7 @@ func (r *RelayReader) bytesAt(off, n, limit int64) ([]byte, error) {
 func (l *RelayLog) NewReader() *RelayReader {
 	r := &RelayReader{log: l, parser: newRelayParser(true)}
 	r.parser.SetRowsEventDecodeFunc(func(re *replication.RowsEvent, body []byte) error {
-		undecoded, err := decodeRowsOrKeepHeader(re, body)
+		undecoded, err := DecodeRowsOrKeepHeader(re, body)
 		r.undecoded = undecoded
 		return err
 	})
