@@ -252,7 +252,14 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	r.mu.Unlock()
 	recvErr := make(chan error, 1)
 	go func() { recvErr <- receiver.Run(pipeCtx) }()
+	skip := make(map[gtid.MariaDBGTID]bool, len(r.cfg.Skip))
+	for _, g := range r.cfg.Skip {
+		skip[g] = true
+	}
 	decoder := binlog.NewDecoder(relay, applied)
+	// A group the decoder cannot turn into a transaction passes as one
+	// with nothing to apply when --skip-gtid names it.
+	decoder.Skip = func(g gtid.MariaDBGTID) bool { return skip[g] }
 	defer decoder.Close()
 	if r.cfg.MaxQueued <= 0 {
 		r.cfg.MaxQueued = 64 << 20
@@ -313,10 +320,6 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	stopWatchdog := r.watchdog()
 	defer stopWatchdog()
 
-	skip := make(map[gtid.MariaDBGTID]bool, len(r.cfg.Skip))
-	for _, g := range r.cfg.Skip {
-		skip[g] = true
-	}
 	var (
 		gi        int64
 		inflight  = map[int64]*job{}
