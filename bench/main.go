@@ -90,7 +90,7 @@ type options struct {
 func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "W1 and W2, five contenders (defaults that --workloads and --contenders override)")
-	flag.StringVar(&o.workloadIDs, "workloads", "", "comma-separated workloads, W1 to W6 (default: all; --quick: W1,W2)")
+	flag.StringVar(&o.workloadIDs, "workloads", "", "comma-separated workloads: W1 to W6, and W1M, W2M (W1, W2 with binlog_format=MIXED) (default: all; --quick: W1,W2)")
 	flag.StringVar(&o.contenders, "contenders", "", "comma-separated contenders: mariadb-serial, mariadb-conservative, mariadb-optimistic, mariadb-binlog, gapless-POLICY-WORKERS (WORKERS a number or N) (default: all; --quick: "+strings.Join(quickContenders, ",")+")")
 	flag.IntVar(&o.runs, "runs", 0, "runs per contender and workload; the median counts (default 3)")
 	flag.IntVar(&o.workers, "workers", 8, "N: parallel threads of MariaDB's parallel modes and gapless's workers")
@@ -207,7 +207,7 @@ func (o *options) resolve() ([]*workload, map[*workload][]contender, error) {
 			}
 		}
 		if found == nil {
-			return nil, nil, fmt.Errorf("--workloads: unknown workload %q (want W1 to W6)", id)
+			return nil, nil, fmt.Errorf("--workloads: unknown workload %q (want W1 to W6, W1M or W2M)", id)
 		}
 		ws = append(ws, found)
 	}

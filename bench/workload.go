@@ -55,6 +55,22 @@ var workloads = []*workload{
 		},
 	},
 	{
+		ID: "W1M", Short: "W1, binlog MIXED", Title: "W1 on a primary at MariaDB's default binlog_format=MIXED (statements)",
+		Durable: true, PrimaryConf: append([]string{"binlog_format=MIXED"}, groupCommitWait...), Databases: []string{"sbtest"},
+		Prepare: prepareSysbench("sbtest", 4, 10000),
+		Run: func(ctx context.Context, p *primary, scale float64) error {
+			return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(6000, scale))
+		},
+	},
+	{
+		ID: "W2M", Short: "W2, binlog MIXED", Title: "W2 on a primary at MariaDB's default binlog_format=MIXED (statements)",
+		Durable: false, PrimaryConf: []string{"binlog_format=MIXED"}, Databases: []string{"sbtest"},
+		Prepare: prepareSysbench("sbtest", 4, 10000),
+		Run: func(ctx context.Context, p *primary, scale float64) error {
+			return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 1, scaled(6000, scale))
+		},
+	},
+	{
 		ID: "W3", Short: "hot rows, 16 threads", Title: "hot rows: oltp_update_index + oltp_update_non_index, 4 tables of 100 rows, 16 threads",
 		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"},
 		Prepare: prepareSysbench("sbtest", 4, 100),

@@ -517,6 +517,7 @@ func (r *Replica) gather(txn *binlog.Transaction, txns <-chan *binlog.Transactio
 			return batch, true, nil
 		}
 		if next.Filtered || !target.Batchable(next) || skip[next.MariaDB] || next.MariaDB.Domain != txn.MariaDB.Domain ||
+			target.NeedsStatementSession(next) != target.NeedsStatementSession(txn) ||
 			!bytes.Equal(next.Format.Raw, txn.Format.Raw) || accept(next) != nil {
 			r.pending = next
 			return batch, true, nil

@@ -356,9 +356,10 @@ func (w *worker) committed(j *job) {
 
 // rowTransactions reports whether every transaction of a job is one of row
 // events on transactional tables, which holds its changes until COMMIT.
+// (Statements may read what an earlier transaction has not committed yet.)
 func rowTransactions(txns []*binlog.Transaction) bool {
 	for _, txn := range txns {
-		if !target.Batchable(txn) {
+		if !target.Batchable(txn) || target.NeedsStatementSession(txn) {
 			return false
 		}
 	}

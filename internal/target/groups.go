@@ -4,9 +4,10 @@
 // The rule that keeps the target's binlog equal to the source's history: one
 // source event group is exactly one GTID group in the target's binlog, under
 // the source's GTID, and gapless's own writes never take a GTID of their own.
-// The checkpoint row can share the group only when the group is one InnoDB
-// transaction ending in an XID: then the row commits with the data, inside
-// that group. In every other shape the target binlogs the data as it
+// The checkpoint row can share the group only when the group is one
+// transaction the source flagged transactional, ending in an XID (or a
+// COMMIT, when it changed no InnoDB row): then the row commits with the
+// data, inside that group. In every other shape the target binlogs the data as it
 // executes, not at COMMIT (a DDL, a write to MyISAM, Aria, MEMORY or a
 // SEQUENCE, CREATE USER and GRANT, an XA PREPARE), so a checkpoint inside
 // would end up in a second GTID group, or in none; there the checkpoint
@@ -40,8 +41,9 @@ const (
 type groupShape uint8
 
 const (
-	// shapeTransaction: one transaction of transactional tables ending in
-	// an XID; its checkpoint row goes inside it.
+	// shapeTransaction: one transaction of transactional tables (the source
+	// flagged it so) ending in an XID or COMMIT; its checkpoint row goes
+	// inside it.
 	shapeTransaction groupShape = iota
 	// shapeAlone: the target binlogs it as it executes (DDL, non-transactional
 	// writes, XA COMMIT / ROLLBACK, a group that ends in ROLLBACK); its
@@ -71,8 +73,16 @@ func shapeOf(txn *binlog.Transaction) groupShape {
 		return shapeAlone
 	}
 	if n := len(txn.Events); n > 0 {
-		if _, ok := txn.Events[n-1].Data.(*replication.XIDEvent); ok {
+		switch e := txn.Events[n-1].Data.(type) {
+		case *replication.XIDEvent:
 			return shapeTransaction
+		case *replication.QueryEvent:
+			// A transactional group ends in a COMMIT query when it changed
+			// no InnoDB row (a DELETE that matched nothing): its position
+			// still goes inside, so the target binlogs its GTID.
+			if strings.EqualFold(strings.TrimSpace(string(e.Query)), "COMMIT") {
+				return shapeTransaction
+			}
 		}
 	}
 	return shapeAlone

@@ -215,26 +215,34 @@ func (s *Session) reopen() error {
 }
 
 // Batchable reports whether txn may share a target transaction with its
-// neighbours: a MariaDB transaction of row events on transactional tables only.
+// neighbours: a MariaDB transaction on transactional tables only that ends
+// in an XID, of row events or of statements (each statement runs under its
+// own session state inside the batch, as it would alone).
 func Batchable(txn *binlog.Transaction) bool {
-	if txn.Flavor != binlog.FlavorMariaDB || txn.Has(binlog.FlagStandalone) ||
+	if txn.Flavor != binlog.FlavorMariaDB || txn.Has(binlog.FlagStandalone) || txn.Has(binlog.FlagDDL) ||
 		!txn.Has(binlog.FlagTransactional|binlog.FlagAllowParallel) || len(txn.Events) == 0 {
 		return false
 	}
 	for _, ev := range txn.Events {
 		switch ev.Data.(type) {
-		case *replication.TableMapEvent, *replication.RowsEvent, *replication.MariadbAnnotateRowsEvent, *replication.XIDEvent:
+		case *replication.TableMapEvent, *replication.RowsEvent, *replication.MariadbAnnotateRowsEvent,
+			*replication.XIDEvent, *replication.QueryEvent, *replication.IntVarEvent:
+		case *replication.GenericEvent:
+			if t := ev.Header.EventType; t != replication.RAND_EVENT && t != replication.USER_VAR_EVENT {
+				return false
+			}
 		default:
 			return false
 		}
 	}
-	_, ok := txn.Events[len(txn.Events)-1].Data.(*replication.XIDEvent)
-	return ok
+	return shapeOf(txn) == shapeTransaction
 }
 
 // batchScript applies Batchable transactions as one target transaction,
 // under the GTID of the last: the target shows the state after the last, a
-// state the source had.
+// state the source had. Row events of consecutive transactions share BINLOG
+// statements; a transaction of statements runs them under their session
+// state, as it would alone.
 func (s *Session) batchScript(txns []*binlog.Transaction, checkpoint string) (body, tail []string, err error) {
 	last := txns[len(txns)-1]
 	if s.opts.KeepGTID {
@@ -245,6 +253,14 @@ func (s *Session) batchScript(txns []*binlog.Transaction, checkpoint string) (bo
 	for _, txn := range txns {
 		if !Batchable(txn) {
 			return nil, nil, fmt.Errorf("%s cannot be applied in a batch", txn)
+		}
+		if NeedsStatementSession(txn) {
+			body = rows.flush(body)
+			var own []string // its COMMIT: the batch has one of its own
+			if body, _, err = s.events(txn, body, &own, true, func() {}); err != nil {
+				return nil, nil, err
+			}
+			continue
 		}
 		for _, ev := range txn.Events {
 			switch e := ev.Data.(type) {
