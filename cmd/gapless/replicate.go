@@ -270,7 +270,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 			Host: srcCfg.Host, Port: uint16(srcCfg.Port), User: srcCfg.User, Password: srcCfg.Password,
 			ServerID: serverID, TLS: srcTLS, DialTimeout: srcTimeout, Logger: logger,
 		},
-		Relay:       binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize},
+		Relay:       binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize, Logger: logger},
 		Target:      tgtDB,
 		Session:     target.Options{KeepGTID: keepGTID, WriteBinlog: writeBinlog, Server: tgtCfg},
 		Workers:     f.workers,

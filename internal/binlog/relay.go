@@ -15,6 +15,12 @@
 //     so the relay log is one gap-less run of the source's history
 //     (Start, End];
 //   - every segment but the active one ends with a rotate event naming the next;
+//   - every event of a segment carries a CRC32 checksum, whatever the source
+//     sends: when the source writes binlog_checksum=NONE, the segment's format
+//     description says CRC32 and the relay log computes each event's checksum
+//     as it appends it, so damage on disk is found before anything is applied
+//     (mariadb-binlog and the target's BINLOG statements read such events as
+//     they read a source's own checksummed ones);
 //   - the relay log is a cache: the position on the target is the truth, and a
 //     relay log that does not continue it is discarded, never applied.
 package binlog
@@ -27,6 +33,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -79,6 +86,8 @@ type RelayOptions struct {
 	Dir         string
 	SegmentSize int64         // rotate to a new segment after this many bytes (default 64 MiB)
 	SyncEvery   time.Duration // fsync the active segment at most this often (default 1 s; the rotate is always synced)
+	// Logger gets a warning for every segment recovery cuts back or removes.
+	Logger *slog.Logger
 }
 
 type segment struct {
@@ -99,9 +108,12 @@ type RelayLog struct {
 	activeSize int64
 	format     []byte // raw format description event of the active segment
 	checksum   bool   // the active segment's events carry CRC32 checksums
-	end        gtid.MariaDBPosition
-	lastSync   time.Time
-	buf        []byte
+	// addChecksum: the source sends events without checksums, and Append
+	// adds a CRC32 to each (the segment's format description says CRC32).
+	addChecksum bool
+	end         gtid.MariaDBPosition
+	lastSync    time.Time
+	buf         []byte
 }
 
 // OpenRelay opens (creating if needed) the relay log in opts.Dir and recovers
@@ -113,6 +125,9 @@ func OpenRelay(opts RelayOptions) (*RelayLog, error) {
 	}
 	if opts.SyncEvery <= 0 {
 		opts.SyncEvery = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("relay directory %s: %w", opts.Dir, err)
@@ -389,6 +404,14 @@ func (l *RelayLog) recover() error {
 		continues := i == 0 || scan.start.Equal(end)
 		if scan.whole == 0 || !continues {
 			// Nothing usable here, and nothing after it can continue the run.
+			why := "it does not continue the segment before"
+			if scan.err != nil {
+				why = scan.err.Error()
+			} else if continues {
+				why = "it holds no whole group"
+			}
+			l.opts.Logger.Warn("relay log recovery: removing segments; their events are fetched again from the source",
+				"segment", seg.path, "offset", scan.whole, "segments removed", len(segs)-i, "reason", why)
 			removeSegments(segs[i:])
 			break
 		}
@@ -396,6 +419,13 @@ func (l *RelayLog) recover() error {
 		kept = append(kept, seg)
 		end = scan.end
 		if scan.err != nil || !scan.rotated {
+			if scan.err != nil {
+				l.opts.Logger.Warn("relay log recovery: cutting a segment back to its last whole group; the rest is fetched again from the source",
+					"segment", seg.path, "offset", scan.whole, "segments removed after it", len(segs)-i-1, "reason", scan.err.Error())
+			} else if info, err := os.Stat(seg.path); err == nil && info.Size() > scan.whole {
+				l.opts.Logger.Warn("relay log recovery: cutting a torn group off the end of a segment; it is fetched again from the source",
+					"segment", seg.path, "offset", scan.whole, "bytes", info.Size()-scan.whole)
+			}
 			if err := os.Truncate(seg.path, scan.whole); err != nil {
 				return fmt.Errorf("relay log recovery: cut %s back to its last whole group: %w", seg.path, err)
 			}
@@ -556,7 +586,30 @@ func (l *RelayLog) notifyLocked() {
 func (l *RelayLog) BeginSession(format []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.addChecksum = !formatHasChecksum(format)
 	return l.rotateLocked(format)
+}
+
+// withCRC32 returns a copy of a format description event that says its
+// events carry CRC32 checksums, its own checksum computed again.
+func withCRC32(fde []byte) []byte {
+	out := bytes.Clone(fde)
+	if len(out) >= eventHeaderSize+checksumSize+1 {
+		out[len(out)-checksumSize-1] = replication.BINLOG_CHECKSUM_ALG_CRC32
+	}
+	return withChecksum(out)
+}
+
+// appendWithChecksum appends ev to buf with a CRC32 of its own: its size
+// grows by four bytes, the rest is the source's.
+func appendWithChecksum(buf, ev []byte) []byte {
+	at := len(buf)
+	buf = append(buf, ev...)
+	if len(ev) < eventHeaderSize {
+		return buf
+	}
+	binary.LittleEndian.PutUint32(buf[at+9:], uint32(len(ev)+checksumSize))
+	return binary.LittleEndian.AppendUint32(buf, crc32.ChecksumIEEE(buf[at:]))
 }
 
 func (l *RelayLog) rotateLocked(format []byte) error {
@@ -581,8 +634,8 @@ func (l *RelayLog) rotateLocked(format []byte) error {
 	if err != nil {
 		return fmt.Errorf("relay log: new segment: %w", err)
 	}
-	l.format = withChecksum(format)
-	l.checksum = formatHasChecksum(format)
+	l.format = withCRC32(format)
+	l.checksum = true
 	head := append(append([]byte(nil), binlogMagic...), l.format...)
 	head = append(head, encodeGTIDList(l.end, uint32(len(head)), l.checksum)...)
 	if _, err := f.Write(head); err != nil {
@@ -619,7 +672,11 @@ func (l *RelayLog) Append(events [][]byte, id gtid.MariaDBGTID) error {
 	}
 	l.buf = l.buf[:0]
 	for _, ev := range events {
-		l.buf = append(l.buf, ev...)
+		if l.addChecksum {
+			l.buf = appendWithChecksum(l.buf, ev)
+		} else {
+			l.buf = append(l.buf, ev...)
+		}
 	}
 	if _, err := l.active.Write(l.buf); err != nil {
 		l.mu.Unlock()
