@@ -1,7 +1,7 @@
 # gapless: make demo (the main job on a local sandbox), make test (everything CI runs).
 GO ?= go
 
-.PHONY: build deps test test-unit demo bench bench-quick bench-unit lint clean
+.PHONY: build deps test test-unit demo bench bench-quick bench-unit conformance lint clean
 
 build:
 	$(GO) build -o bin/gapless ./cmd/gapless
@@ -30,6 +30,17 @@ bench: deps build
 
 bench-quick: deps build
 	BENCH_COMMAND="make bench-quick $(BENCH_FLAGS)" $(GO) run ./bench --quick $(BENCH_FLAGS)
+
+# mysql-test cases replayed by MariaDB's replica and by gapless (conformance/):
+# every shipped list, or LIST=conformance/lists/short.txt; each list writes
+# conformance/results/<date>-<list>.md. Extra flags: CONFORMANCE_FLAGS="--jobs 2".
+# Fails when gapless failed any case MariaDB's replica passed.
+LIST ?= conformance/lists/rpl.txt conformance/lists/binlog.txt conformance/lists/main.txt
+conformance: build
+	./scripts/install-conformance-deps.sh
+	@status=0; for list in $(LIST); do \
+		$(GO) run ./conformance --list $$list --gapless bin/gapless $(CONFORMANCE_FLAGS) || status=1; \
+	done; exit $$status
 
 bench-unit:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/gtid/

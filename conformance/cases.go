@@ -30,6 +30,8 @@ type caseFiles struct {
 	TargetOptions []string
 	// Notes say which options were not applied, and why.
 	Notes []string
+	// Text is the test as it is run (see keepHistory).
+	Text string
 }
 
 // locateCase finds a case under the mysql-test directory.
@@ -54,6 +56,11 @@ func locateCase(mtrDir string, c testCase) (caseFiles, error) {
 		return f, fmt.Errorf("%s: %w", c.ID(), err)
 	}
 	f.NeedsSlave = c.Suite == "rpl" || needsSlave.Match(text)
+	var resets int
+	f.Text, resets = keepHistory(string(text))
+	if resets > 0 {
+		f.Notes = append(f.Notes, fmt.Sprintf("RESET MASTER run as FLUSH BINARY LOGS (%d times)", resets))
+	}
 
 	base := strings.TrimSuffix(f.TestFile, ".test")
 	var all, master, slave []string
@@ -221,4 +228,18 @@ func sharedWithTargets(line string) bool {
 		return true
 	}
 	return false
+}
+
+var resetMaster = regexp.MustCompile(`(?im)^(\s*)reset\s+master\s*;`)
+
+// keepHistory rewrites the test's own RESET MASTER statements into FLUSH
+// BINARY LOGS. Many binlog tests create their tables, then RESET MASTER so
+// that their result shows only what follows: a replica starting from such
+// a binlog lacks the tables, and no applier could be judged on it. With
+// the rewrite the binlog keeps its whole history and the test still starts
+// a new binlog file. RESET MASTER in included files (rpl_init.inc, at the
+// start of a test) is left as it is.
+func keepHistory(test string) (string, int) {
+	n := len(resetMaster.FindAllStringIndex(test, -1))
+	return resetMaster.ReplaceAllString(test, "${1}FLUSH BINARY LOGS;"), n
 }

@@ -203,6 +203,12 @@ func runMysqltest(ctx context.Context, env mtrEnv, files caseFiles, vardir strin
 	if err := writeClientCnf(cnf, primary, slave); err != nil {
 		return testRun{Status: testFailed, Detail: err.Error(), Log: run.Log}
 	}
+	// The test runs from a copy in the vardir (see keepHistory); its
+	// includes are found through --suite-dir and the mysql-test directory.
+	testFile := filepath.Join(vardir, filepath.Base(files.TestFile))
+	if err := os.WriteFile(testFile, []byte(files.Text), 0o644); err != nil {
+		return testRun{Status: testFailed, Detail: err.Error(), Log: run.Log}
+	}
 	args := []string{
 		"--defaults-file=" + cnf,
 		"--silent",
@@ -211,7 +217,7 @@ func runMysqltest(ctx context.Context, env mtrEnv, files caseFiles, vardir strin
 		"--logdir=" + filepath.Join(vardir, "log"),
 		"--database=test",
 		"--suite-dir=" + files.SuiteDir + "/",
-		"--test-file=" + files.TestFile,
+		"--test-file=" + testFile,
 		"--tail-lines=20",
 		"--max-connect-retries=50",
 	}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"gapless/internal/sandbox"
@@ -151,6 +152,18 @@ func ensureTemplate(ctx context.Context, f *fleet, env mtrEnv, workDir string) (
 	datadir := filepath.Join(dir, "tpl", "data")
 	stamp := filepath.Join(dir, "ready")
 	want := templateRecipe + " " + env.ServerVersion
+	// Runs sharing a work folder take turns: the first builds, the others reuse.
+	if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(workDir, "template.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("template lock: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("template lock: %w", err)
+	}
 	if b, err := os.ReadFile(stamp); err == nil && strings.TrimSpace(string(b)) == want {
 		return datadir, nil
 	}

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs what gapless's demo, tests and benchmarks need from Debian's
-# packages: MariaDB server and client, and sysbench. Does nothing when they
-# are already there.
+# packages: MariaDB server and client, sysbench, and mariadb-test with
+# mariadb-test-data (MariaDB's test suites, for the conformance short list
+# that make test runs). Does nothing when they are already there.
 set -euo pipefail
 
 need=()
 command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
 command -v mariadb >/dev/null 2>&1 || need+=(mariadb-client)
 command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
+command -v mariadb-test >/dev/null 2>&1 || need+=(mariadb-test)
+[ -d /usr/share/mysql/mysql-test/suite/rpl ] || need+=(mariadb-test-data)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 sudo=""
