@@ -236,6 +236,9 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 			return err
 		}
 	}
+	if err := warnUntilUnseen(ctx, srcDB, until, appliedOrStart(ctx, tgtDB, f.stream, start), logger); err != nil {
+		return err
+	}
 	// Causal order commits a domain's transactions out of sequence, which a
 	// binlog in GTID strict mode refuses: the target writes them under GTIDs of its own.
 	keepGTID := writeBinlog && f.commitOrder == string(apply.Strict)
@@ -286,7 +289,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	}
 	if f.progress > 0 {
 		cfg.ProgressEvery = f.progress
-		cfg.Progress = printProgress
+		cfg.Progress = progressPrinter(until)
 	}
 	fmt.Printf("replicating %s -> %s (stream %q, relay log %s)\n", srcCfg.Redacted(), tgtCfg.Redacted(), f.stream, f.relayDir)
 	if f.cpuProfile != "" {
@@ -316,21 +319,6 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		fmt.Printf("%d target transactions, %.1f source transactions each\n", res.Batches, float64(res.Applied)/float64(res.Batches))
 	}
 	return nil
-}
-
-func printProgress(p apply.Progress) {
-	busy := 0
-	for _, w := range p.Workers {
-		if w.State != apply.StateIdle {
-			busy++
-		}
-	}
-	source := ""
-	if !p.SourceConnected {
-		source = "  (source not connected)"
-	}
-	fmt.Printf("applied %d (%.0f/s)  behind %d txns, %.1f s  position %s  workers busy %d/%d%s\n",
-		p.Applied, p.PerSecond, p.Behind, p.LagSeconds, emptyAsNone(p.Position.String()), busy, len(p.Workers), source)
 }
 
 func emptyAsNone(s string) string {

@@ -94,6 +94,9 @@ type Progress struct {
 	Workers    []WorkerStatus
 	// SourceConnected is false while the receiver is reconnecting.
 	SourceConnected bool
+	// SourceDownSince and TargetDownSince are when the source or the target
+	// stopped answering, while they do not; zero while they answer.
+	SourceDownSince, TargetDownSince time.Time
 }
 
 // Result says where a run ended.
@@ -131,6 +134,10 @@ type Replica struct {
 	receiver   *binlog.Receiver
 
 	pending *binlog.Transaction // taken from the decoder but not yet dispatched (coordinator only)
+
+	// targetDownSince is when the status reports first failed to reach the
+	// target (Unix ns), 0 while they reach it.
+	targetDownSince atomic.Int64
 }
 
 // Run replicates until ctx ends (a stop), Until is applied, or an error that
@@ -638,7 +645,13 @@ func (r *Replica) reportProgress(relay *binlog.RelayLog) func() {
 				p.Position = r.position.Clone()
 				lastSource := r.lastSource
 				p.SourceConnected = r.receiver != nil && r.receiver.Connected()
+				if r.receiver != nil {
+					p.SourceDownSince = r.receiver.DownSince()
+				}
 				r.mu.Unlock()
+				if ns := r.targetDownSince.Load(); ns != 0 {
+					p.TargetDownSince = time.Unix(0, ns)
+				}
 				p.Workers = r.workerStatus()
 				p.Behind = behind(p.Received, p.Position)
 				if p.Behind > 0 && !lastSource.IsZero() {
@@ -675,9 +688,12 @@ func (r *Replica) reportWorkers() func() {
 				return
 			case <-tick.C:
 			}
+			// These reports are the run's probe of the target: a report that
+			// cannot reach it marks the target down for the progress line.
 			if conn == nil {
 				c, err := r.cfg.Target.Conn(ctx)
 				if err != nil {
+					r.targetDownSince.CompareAndSwap(0, time.Now().UnixNano())
 					continue
 				}
 				conn = c
@@ -686,7 +702,14 @@ func (r *Replica) reportWorkers() func() {
 			for _, st := range r.workerStatus() {
 				rows = append(rows, checkpoint.WorkerRow{Slot: st.Slot, State: string(st.State), GTID: st.GTID, Since: st.Since})
 			}
-			if err := r.store.ReportWorkers(ctx, conn, rows); err != nil && ctx.Err() == nil {
+			err := r.store.ReportWorkers(ctx, conn, rows)
+			switch {
+			case err == nil:
+				r.targetDownSince.Store(0)
+			case ctx.Err() == nil:
+				if target.Lost(err) {
+					r.targetDownSince.CompareAndSwap(0, time.Now().UnixNano())
+				}
 				checkpoint.Discard(conn)
 				conn = nil
 			}

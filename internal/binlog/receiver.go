@@ -54,6 +54,10 @@ type Receiver struct {
 	received   atomic.Int64 // groups appended since start
 	lastSource atomic.Int64 // unix seconds of the newest group received
 	connected  atomic.Bool
+	// downSince is when the source stopped answering (Unix ns): the first
+	// failed session since the last one that received an event; 0 while
+	// a dump runs or before the first attempt fails.
+	downSince atomic.Int64
 }
 
 // NewReceiver returns a receiver that appends to relay.
@@ -72,6 +76,15 @@ func (r *Receiver) Received() int64 { return r.received.Load() }
 
 // Connected reports whether a binlog dump is running now.
 func (r *Receiver) Connected() bool { return r.connected.Load() }
+
+// DownSince is when the source stopped answering, for as long as the
+// receiver has not reached it again; the zero time while it answers.
+func (r *Receiver) DownSince() time.Time {
+	if ns := r.downSince.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
 
 // SourceError is an error the source answered with; reconnecting will not help.
 type SourceError struct {
@@ -127,6 +140,7 @@ func (r *Receiver) Run(ctx context.Context) error {
 		if wasConnected {
 			lost = false
 		}
+		r.downSince.CompareAndSwap(0, time.Now().UnixNano())
 		if !lost {
 			r.cfg.Logger.Warn("source connection lost; reconnecting", "source", r.addr(), "error", err.Error())
 			lost = true
@@ -190,6 +204,7 @@ func (r *Receiver) session(ctx context.Context) error {
 			return r.classify(err, from, true)
 		}
 		r.connected.Store(true)
+		r.downSince.Store(0)
 		if ev.Header.EventType == replication.FORMAT_DESCRIPTION_EVENT {
 			if format == nil || !sameFormat(format, ev.RawData) {
 				if groups.open() {

@@ -1,0 +1,122 @@
+// progress.go prints replicate's progress line. It says what the numbers
+// alone would hide: a source or target that does not answer (the counters
+// then stand still and look like an idle, caught-up run) and an --until
+// that waits for a GTID domain the source has never written.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"gapless/internal/apply"
+	"gapless/internal/checkpoint"
+	"gapless/internal/gtid"
+)
+
+// progressPrinter returns the Progress callback of a run stopping at until (nil: none).
+func progressPrinter(until *gtid.MariaDBPosition) func(apply.Progress) {
+	return func(p apply.Progress) { fmt.Println(formatProgress(p, until, time.Now())) }
+}
+
+func formatProgress(p apply.Progress, until *gtid.MariaDBPosition, now time.Time) string {
+	busy := 0
+	for _, w := range p.Workers {
+		if w.State != apply.StateIdle {
+			busy++
+		}
+	}
+	line := fmt.Sprintf("applied %d (%.0f/s)  ", p.Applied, p.PerSecond)
+	if !p.SourceDownSince.IsZero() {
+		// What the source wrote meanwhile is unknown: no "behind".
+		line += "source unreachable since " + since(p.SourceDownSince, now)
+	} else {
+		line += fmt.Sprintf("behind %d txns, %.1f s", p.Behind, p.LagSeconds)
+	}
+	line += "  position " + emptyAsNone(p.Position.String())
+	if !p.TargetDownSince.IsZero() {
+		// The workers are retrying, not applying.
+		line += "  target unreachable since " + since(p.TargetDownSince, now)
+	} else {
+		line += fmt.Sprintf("  workers busy %d/%d", busy, len(p.Workers))
+	}
+	if unseen := unseenDomains(until, p.Received, p.Position); len(unseen) > 0 {
+		line += "  --until waits for " + domainList(unseen) + ", which the source has not written"
+	}
+	return line
+}
+
+// since prints a moment of today and how long ago it was.
+func since(t, now time.Time) string {
+	return fmt.Sprintf("%s (%s)", t.Format(time.TimeOnly), now.Sub(t).Round(time.Second))
+}
+
+// unseenDomains lists the GTID domains of until that none of the positions holds.
+func unseenDomains(until *gtid.MariaDBPosition, seen ...gtid.MariaDBPosition) []uint32 {
+	if until == nil {
+		return nil
+	}
+	var out []uint32
+	for _, d := range until.Domains() {
+		held := false
+		for _, p := range seen {
+			if _, ok := p.Get(d); ok {
+				held = true
+			}
+		}
+		if !held {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func domainList(domains []uint32) string {
+	names := make([]string, len(domains))
+	for i, d := range domains {
+		names[i] = fmt.Sprint(d)
+	}
+	if len(names) == 1 {
+		return "domain " + names[0]
+	}
+	return "domains " + strings.Join(names, ", ")
+}
+
+// warnUntilUnseen warns when --until names a GTID domain that the source's
+// binlog has never held (@@gtid_binlog_pos keeps every domain it has
+// written, purged binlogs included) and the target has not applied. The run
+// goes on and waits: the domain may be written later (a new application, a
+// planned gtid_domain_id), so refusing would be wrong, but waiting with no
+// word looked like a hang. The progress line repeats the warning.
+func warnUntilUnseen(ctx context.Context, src *sql.DB, until *gtid.MariaDBPosition, applied gtid.MariaDBPosition, logger *slog.Logger) error {
+	if until == nil {
+		return nil
+	}
+	var s string
+	if err := src.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&s); err != nil {
+		return fmt.Errorf("source: read @@gtid_binlog_pos: %w", err)
+	}
+	written, err := gtid.ParseMariaDBPosition(s)
+	if err != nil {
+		return fmt.Errorf("source: @@gtid_binlog_pos: %w", err)
+	}
+	if unseen := unseenDomains(until, written, applied); len(unseen) > 0 {
+		logger.Warn(fmt.Sprintf("--until %s names %s, which the source has never written (its @@gtid_binlog_pos is %s): the run waits until the source writes up to it; check --until for a typo",
+			until, domainList(unseen), emptyAsNone(written.String())))
+	}
+	return nil
+}
+
+// appliedOrStart is the stream's position on the target, else where the run starts.
+func appliedOrStart(ctx context.Context, db *sql.DB, stream string, start *gtid.MariaDBPosition) gtid.MariaDBPosition {
+	if applied, found, err := checkpoint.Existing(ctx, db, stream); err == nil && found {
+		return applied.Position
+	}
+	if start != nil {
+		return *start
+	}
+	return gtid.MariaDBPosition{}
+}

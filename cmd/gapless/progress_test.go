@@ -1,0 +1,64 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"gapless/internal/apply"
+	"gapless/internal/gtid"
+)
+
+// TestProgressSaysWhatIsUnreachable: while the source or the target does not
+// answer, the progress line says so and since when, instead of numbers that
+// look like a caught-up run ("behind 0 txns") or a busy one ("workers busy 16/16").
+func TestProgressSaysWhatIsUnreachable(t *testing.T) {
+	now := time.Date(2026, 11, 24, 10, 0, 42, 0, time.Local)
+	down := now.Add(-40 * time.Second)
+	pos, _ := gtid.ParseMariaDBPosition("0-1-100")
+	busy := make([]apply.WorkerStatus, 16)
+	for i := range busy {
+		busy[i].State = apply.StateApplying
+	}
+	tests := []struct {
+		name      string
+		p         apply.Progress
+		want, not []string
+	}{
+		{"both answer", apply.Progress{Applied: 5, Position: pos, Workers: busy},
+			[]string{"behind 0 txns", "workers busy 16/16"}, []string{"unreachable"}},
+		{"target down", apply.Progress{Applied: 5, Position: pos, Workers: busy, TargetDownSince: down},
+			[]string{"target unreachable since 10:00:02 (40s)", "behind 0 txns"}, []string{"workers busy", "source unreachable"}},
+		{"source down", apply.Progress{Applied: 5, Position: pos, Workers: busy, SourceDownSince: down},
+			[]string{"source unreachable since 10:00:02 (40s)", "workers busy 16/16"}, []string{"behind", "target unreachable"}},
+	}
+	for _, tt := range tests {
+		line := formatProgress(tt.p, nil, now)
+		for _, w := range tt.want {
+			if !strings.Contains(line, w) {
+				t.Errorf("%s: %q lacks %q", tt.name, line, w)
+			}
+		}
+		for _, n := range tt.not {
+			if strings.Contains(line, n) {
+				t.Errorf("%s: %q has %q", tt.name, line, n)
+			}
+		}
+	}
+}
+
+// TestProgressUntilUnseenDomain: an --until naming a domain that neither the
+// relay log nor the target holds is repeated in every progress line.
+func TestProgressUntilUnseenDomain(t *testing.T) {
+	until, _ := gtid.ParseMariaDBPosition("0-1-50,7-1-3")
+	received, _ := gtid.ParseMariaDBPosition("0-1-60")
+	applied, _ := gtid.ParseMariaDBPosition("0-1-40")
+	line := formatProgress(apply.Progress{Received: received, Position: applied}, &until, time.Now())
+	if !strings.Contains(line, "--until waits for domain 7, which the source has not written") {
+		t.Errorf("progress %q does not say --until waits for domain 7", line)
+	}
+	received.Advance(gtid.MariaDBGTID{Domain: 7, Server: 1, Seq: 1})
+	if line := formatProgress(apply.Progress{Received: received, Position: applied}, &until, time.Now()); strings.Contains(line, "waits for") {
+		t.Errorf("once domain 7 is received, progress still says %q", line)
+	}
+}
