@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -140,6 +141,7 @@ func (d *dumpSource) newSyncer() *replication.BinlogSyncer {
 		ReadTimeout:      30 * time.Second,
 		DisableRetrySync: true,
 		TLSConfig:        tlsConfig,
+		Dialer:           (&net.Dialer{Timeout: d.conn.ConnectTimeout()}).DialContext,
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 }

@@ -80,6 +80,9 @@ type Config struct {
 	Progress      func(Progress)
 	ProgressEvery time.Duration
 	Logger        *slog.Logger
+	// Observe, when set, is given the replica as soon as Run has made it, for
+	// the status surfaces to read (Replica.Snapshot, observe.go).
+	Observe func(*Replica)
 }
 
 // Progress is a snapshot of a run.
@@ -126,6 +129,8 @@ type Replica struct {
 	rolledBack atomic.Int64
 	// lastConflict is when the watchdog last broke a lock wait (Unix ns).
 	lastConflict atomic.Int64
+	// obs is what only the status surfaces read (observe.go).
+	obs observed
 
 	mu         sync.Mutex
 	position   gtid.MariaDBPosition // gap-less applied position
@@ -162,6 +167,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("unknown commit order %q: want strict or causal", cfg.CommitOrder)
 	}
 	r := &Replica{cfg: cfg, log: cfg.Logger}
+	if cfg.Observe != nil {
+		cfg.Observe(r)
+	}
 	return r.run(ctx)
 }
 
@@ -273,6 +281,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	}
 	budget := newByteBudget(r.cfg.MaxQueued)
 	txns := make(chan *binlog.Transaction, 4096)
+	r.observeSession(relay, txns, budget)
 	decErr := make(chan error, 1)
 	go func() {
 		defer close(txns)
@@ -282,6 +291,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 				decErr <- err
 				return
 			}
+			r.obs.decodedBytes.Add(int64(txn.Size))
 			if err := budget.take(pipeCtx, int64(txn.Size)); err != nil {
 				decErr <- err
 				return
@@ -403,6 +413,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 				}
 			}
 		}
+		r.observeDispatch(j, inflight, policy.Barrier())
 		inflight[j.gi] = j
 		w := takeWorker(target.NeedsStatementSession(batch[0]))
 		w.jobs <- j
@@ -458,6 +469,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			}
 			dispatch(txn)
 		case res := <-done:
+			r.observeFinished(res.job, res.err)
 			idle = append(idle, res.w)
 			delete(inflight, res.job.gi)
 			if res.job.last() == barrier {

@@ -121,11 +121,13 @@ func (r *Replica) breakLockCycles(ctx context.Context) {
 		r.lastConflict.Store(time.Now().UnixNano())
 		switch st, _, _ := b.w.snapshot(); st.State {
 		case StateWaitingCommit:
+			r.brokeLockWait(false)
 			select {
 			case b.w.yield <- struct{}{}:
 			default:
 			}
 		case StateApplying:
+			r.brokeLockWait(true)
 			kills = append(kills, blocker)
 		}
 	}

@@ -265,6 +265,7 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 				w.log.Info("rolled back to let an earlier transaction take its lock", "gtid", txn.GTID())
 				w.session.Rollback(run)
 				release()
+				w.replica.retried(RetryYield)
 				w.setState(StateRetrying, j)
 				if err := clog.waitTurn(run, j.gi, nil); err != nil {
 					return err
@@ -294,6 +295,7 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		}
 		if target.Lost(ae.Err) {
 			w.log.Warn("target connection lost; reconnecting", "gtid", txn.GTID(), "error", ae.Err)
+			w.replica.retried(RetryLostConnection)
 			w.close()
 			continue
 		}
@@ -306,10 +308,12 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			if clog.dropped(j.gi) {
 				return w.settleDropped(run, j)
 			}
+			w.replica.retried(RetryInterrupted)
 			continue
 		}
 		if ae.Transient() && retries < maxRetries {
 			retries++
+			w.replica.retriedAfter(ae.Code)
 			w.setState(StateRetrying, j)
 			w.log.Info("retrying after a transient target error", "gtid", txn.GTID(), "error", ae.Message, "retry", retries)
 			time.Sleep(time.Duration(retries) * 5 * time.Millisecond)
@@ -317,6 +321,7 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		}
 		if lateRetry && !ae.Transient() {
 			lateRetry = false
+			w.replica.retried(RetryOutOfOrder)
 			w.setState(StateRetrying, j)
 			if err := clog.waitTurn(run, j.gi, nil); err != nil {
 				return err

@@ -26,7 +26,8 @@ import (
 // DefaultPort is used when the URL names no port.
 const DefaultPort = 3306
 
-// PingTimeout bounds how long Open waits for the server to answer.
+// PingTimeout bounds how long Open waits for the server to answer when the
+// URL sets no timeout; ?timeout= replaces it (Config.ConnectTimeout).
 const PingTimeout = 5 * time.Second
 
 const urlShape = "mysql://user:password@host:port"
@@ -160,6 +161,16 @@ func (c Config) Timeout(def time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
+// ConnectTimeout is how long connecting may take: the URL's timeout, else
+// PingTimeout (a bad timeout is refused earlier, by Open).
+func (c Config) ConnectTimeout() time.Duration {
+	d, err := c.Timeout(PingTimeout)
+	if err != nil {
+		return PingTimeout
+	}
+	return d
+}
+
 // Addr is host:port, bracketing IPv6 hosts.
 func (c Config) Addr() string {
 	return net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
@@ -208,9 +219,14 @@ func (c Config) Redacted() string {
 }
 
 // Open parses url, opens a connection pool with the extra driver params and
-// checks within PingTimeout that the server accepts the credentials.
+// checks within the URL's timeout (PingTimeout without one) that the server
+// accepts the credentials.
 func Open(url string, params map[string]string) (*sql.DB, Config, error) {
 	cfg, err := Parse(url)
+	if err != nil {
+		return nil, Config{}, err
+	}
+	limit, err := cfg.Timeout(PingTimeout)
 	if err != nil {
 		return nil, Config{}, err
 	}
@@ -218,7 +234,7 @@ func Open(url string, params map[string]string) (*sql.DB, Config, error) {
 	if err != nil {
 		return nil, Config{}, fmt.Errorf("bad driver parameters for %s: %v", cfg.Addr(), err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), PingTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
@@ -281,7 +297,7 @@ func Explain(err error, cfg Config) error {
 	case errors.Is(err, syscall.ENETUNREACH):
 		return fmt.Errorf("cannot reach %s: network unreachable", addr)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded), isTimeout(err):
-		return fmt.Errorf("cannot reach %s: no answer within %s", addr, PingTimeout)
+		return fmt.Errorf("cannot reach %s: no answer within %s (the URL's ?timeout=, default %s)", addr, cfg.ConnectTimeout(), PingTimeout)
 	case errors.Is(err, mysql.ErrInvalidConn):
 		return fmt.Errorf("cannot connect to %s: the server closed the connection during login (is it a MariaDB/MySQL server, does it require TLS?)", addr)
 	}
