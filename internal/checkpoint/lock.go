@@ -33,7 +33,9 @@ func AcquireLock(ctx context.Context, db *sql.DB, stream string) (*Lock, error) 
 	}
 	name := lockName(stream)
 	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", name).Scan(&got); err != nil {
+	// A few seconds of patience: the lock of an applier killed a moment ago
+	// stays held until the server has noticed its connection is gone.
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 3)", name).Scan(&got); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("target: take the lock of stream %q: %w", stream, err)
 	}
