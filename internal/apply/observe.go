@@ -320,7 +320,11 @@ func (r *Replica) Snapshot() Snapshot {
 	s.Position = r.position.Clone()
 	lastSource := r.lastSource
 	workers := r.workers
-	clog := r.clog
+	var clog *commitLog
+	if workers != nil {
+		// Set before the session's workers are published under r.mu.
+		clog = r.clog
+	}
 	receiver := r.receiver
 	r.mu.Unlock()
 	s.Started = workers != nil
