@@ -30,8 +30,10 @@ type caseFiles struct {
 	TargetOptions []string
 	// Notes say which options were not applied, and why.
 	Notes []string
-	// Text is the test as it is run (see keepHistory).
-	Text string
+	// Text is the test as it is run (see keepHistory); when Rewritten, a
+	// copy of it runs from the case's folder instead of TestFile.
+	Text      string
+	Rewritten bool
 }
 
 // locateCase finds a case under the mysql-test directory.
@@ -60,6 +62,8 @@ func locateCase(mtrDir string, c testCase) (caseFiles, error) {
 	f.Text, resets = keepHistory(string(text))
 	if resets > 0 {
 		f.Notes = append(f.Notes, fmt.Sprintf("RESET MASTER run as FLUSH BINARY LOGS (%d times)", resets))
+		f.Text = absoluteSources(f.Text, filepath.Dir(f.TestFile))
+		f.Rewritten = true
 	}
 
 	base := strings.TrimSuffix(f.TestFile, ".test")
@@ -242,4 +246,20 @@ var resetMaster = regexp.MustCompile(`(?im)^(\s*)reset\s+master\s*;`)
 func keepHistory(test string) (string, int) {
 	n := len(resetMaster.FindAllStringIndex(test, -1))
 	return resetMaster.ReplaceAllString(test, "${1}FLUSH BINARY LOGS;"), n
+}
+
+var localSource = regexp.MustCompile(`(?im)^(\s*-*\s*source\s+)([^\s/;]+)`)
+
+// absoluteSources makes "source x.inc" of a file beside the test absolute,
+// for a copy of the test that runs from elsewhere (mariadb-test looks for
+// such files in the directory of the test file).
+func absoluteSources(test, testDir string) string {
+	return localSource.ReplaceAllStringFunc(test, func(m string) string {
+		parts := localSource.FindStringSubmatch(m)
+		p := filepath.Join(testDir, parts[2])
+		if _, err := os.Stat(p); err != nil {
+			return m
+		}
+		return parts[1] + p
+	})
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -63,5 +65,17 @@ func TestKeepHistory(t *testing.T) {
 	want := "CREATE TABLE t (a INT);\nFLUSH BINARY LOGS;\n  FLUSH BINARY LOGS;\n--echo reset master;\nlet $x= `SELECT 1`;\n"
 	if got != want || n != 2 {
 		t.Fatalf("got %d rewrites:\n%s\nwant 2:\n%s", n, got, want)
+	}
+}
+
+func TestAbsoluteSources(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "local.inc"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := "--source local.inc\nsource include/master-slave.inc;\n--source missing.inc\n"
+	want := "--source " + filepath.Join(dir, "local.inc") + "\nsource include/master-slave.inc;\n--source missing.inc\n"
+	if got := absoluteSources(in, dir); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }

@@ -38,6 +38,7 @@ type options struct {
 	Jobs         int
 	Workers      int
 	KeepFailed   bool
+	KeepAll      bool
 	Gapless      string
 	WorkDir      string
 	Report       string
@@ -85,6 +86,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.Jobs, "jobs", 1, "cases run at once")
 	fs.IntVar(&o.Workers, "workers", 8, "gapless --workers for the first run of each case")
 	fs.BoolVar(&o.KeepFailed, "keep-failed", false, "leave the servers of a case gapless fails running, and its folder")
+	fs.BoolVar(&o.KeepAll, "keep", false, "leave every case's servers running, and its folder (for debugging the harness)")
 	fs.StringVar(&o.Gapless, "gapless", "", "the gapless binary (default: built from this tree into the work folder)")
 	fs.StringVar(&o.WorkDir, "workdir", filepath.Join(os.TempDir(), "gapless-conf"), "folder for the template datadir and the cases' servers")
 	fs.StringVar(&o.Report, "report", "", "report file (default: conformance/results/<date>-<list>.md; with --cases, report.md in the run's folder)")
@@ -187,7 +189,7 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 		return summary{}, err
 	}
 	r := &runner{env: env, fleet: f, template: template, gapless: o.Gapless, workers: o.Workers,
-		testTimeout: o.TestTimeout, applyTimeout: o.ApplyTimeout, keepFailed: o.KeepFailed}
+		testTimeout: o.TestTimeout, applyTimeout: o.ApplyTimeout, keepFailed: o.KeepFailed, keepAll: o.KeepAll}
 	for _, name := range o.Variants {
 		v, _ := lookupVariant(name)
 		r.variants = append(r.variants, v)
@@ -220,7 +222,7 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 				mu.Lock()
 				results[j.index] = res
 				done++
-				fmt.Fprintf(out, "[%d/%d] %s\n", done, len(jobs), progressLine(res, o.KeepFailed))
+				fmt.Fprintf(out, "[%d/%d] %s\n", done, len(jobs), progressLine(res, o.KeepAll || (o.KeepFailed && res.Failed())))
 				mu.Unlock()
 			}
 		}()
@@ -266,7 +268,7 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 	if err := file.Close(); err != nil {
 		return sum, err
 	}
-	if !o.KeepFailed {
+	if !o.KeepFailed && !o.KeepAll {
 		_ = os.RemoveAll(runDir)
 	}
 	return sum, nil
@@ -298,8 +300,11 @@ func progressLine(r caseResult, keep bool) string {
 			fmt.Fprintf(&b, "; %s %s%s (%s)", g.Variant, strings.ToUpper(g.Verdict), serial, abbreviate(g.Message, 160))
 		}
 	}
+	if r.Test.Status == testFailed || r.Test.Status == testSkipped {
+		fmt.Fprintf(&b, " (test: %s)", abbreviate(r.Test.Detail, 160))
+	}
 	fmt.Fprintf(&b, " [%.1fs, test %.1fs]", r.Seconds, r.Test.Seconds)
-	if keep && r.Failed() {
+	if keep {
 		fmt.Fprintf(&b, " kept: %s", r.Dir)
 	}
 	return b.String()

@@ -203,11 +203,15 @@ func runMysqltest(ctx context.Context, env mtrEnv, files caseFiles, vardir strin
 	if err := writeClientCnf(cnf, primary, slave); err != nil {
 		return testRun{Status: testFailed, Detail: err.Error(), Log: run.Log}
 	}
-	// The test runs from a copy in the vardir (see keepHistory); its
-	// includes are found through --suite-dir and the mysql-test directory.
-	testFile := filepath.Join(vardir, filepath.Base(files.TestFile))
-	if err := os.WriteFile(testFile, []byte(files.Text), 0o644); err != nil {
-		return testRun{Status: testFailed, Detail: err.Error(), Log: run.Log}
+	// A rewritten test runs from a copy in the vardir (see keepHistory); its
+	// includes are found through --suite-dir, the mysql-test directory, and
+	// absolute paths for the files beside the original.
+	testFile := files.TestFile
+	if files.Rewritten {
+		testFile = filepath.Join(vardir, filepath.Base(files.TestFile))
+		if err := os.WriteFile(testFile, []byte(files.Text), 0o644); err != nil {
+			return testRun{Status: testFailed, Detail: err.Error(), Log: run.Log}
+		}
 	}
 	args := []string{
 		"--defaults-file=" + cnf,

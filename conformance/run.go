@@ -34,6 +34,7 @@ type runner struct {
 	testTimeout  time.Duration
 	applyTimeout time.Duration
 	keepFailed   bool
+	keepAll      bool
 }
 
 // caseServers are the servers of one case, killed together at its end.
@@ -55,7 +56,7 @@ func (r *runner) runCase(ctx context.Context, c testCase, format, dir string) (r
 	servers := &caseServers{}
 	defer func() {
 		res.Seconds = time.Since(began).Seconds()
-		if r.keepFailed && res.Failed() {
+		if r.keepAll || (r.keepFailed && res.Failed()) {
 			for _, s := range servers.list {
 				r.fleet.forget(s)
 			}
