@@ -89,7 +89,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.KeepAll, "keep", false, "leave every case's servers running, and its folder (for debugging the harness)")
 	fs.StringVar(&o.Gapless, "gapless", "", "the gapless binary (default: built from this tree into the work folder)")
 	fs.StringVar(&o.WorkDir, "workdir", filepath.Join(os.TempDir(), "gapless-conf"), "folder for the template datadir and the cases' servers")
-	fs.StringVar(&o.Report, "report", "", "report file (default: conformance/results/<date>-<list>.md; with --cases, report.md in the run's folder)")
+	fs.StringVar(&o.Report, "report", "", "report file (default: conformance/results/<date>-<list>.md; with --cases, run-N.md beside the run's folder in --workdir)")
 	fs.StringVar(&o.MtrDir, "mysql-test-dir", "/usr/share/mysql/mysql-test", "MariaDB's mysql-test directory (package mariadb-test-data)")
 	fs.DurationVar(&o.TestTimeout, "test-timeout", 3*time.Minute, "time limit of one mariadb-test run")
 	fs.DurationVar(&o.ApplyTimeout, "apply-timeout", time.Minute, "time limit of one replica or gapless run; gapless past it is a hang")
@@ -250,7 +250,7 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 	sum.ReportPath = o.Report
 	if sum.ReportPath == "" {
 		if len(o.Cases) > 0 {
-			sum.ReportPath = filepath.Join(runDir, "report.md")
+			sum.ReportPath = runDir + ".md"
 		} else {
 			sum.ReportPath = filepath.Join("conformance", "results", started.Format("2006-01-02")+"-"+listName+".md")
 		}
