@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,22 +18,62 @@ import (
 func newStatusCmd() *cobra.Command {
 	var stream string
 	var target *serverFlags
-	var verbose bool
+	var verbose, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status --target URL",
-		Short: "Show each stream's applied position on the target, its lag and whether an applier runs",
+		Short: "Show each stream's applied position on the target, its lag, whether an applier runs, and why the last run stopped",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runStatus(cmd.Context(), target, stream, verbose)
+			return runStatus(cmd.Context(), target, stream, verbose, asJSON)
 		},
 	}
 	target = addServerFlags(cmd.Flags(), "target", "target", "GAPLESS_TARGET", "target URL", addDefaultsFileFlag(cmd.Flags()))
 	cmd.Flags().StringVar(&stream, "stream", "", "only this stream")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the position row of every domain and worker slot")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the same as JSON")
 	return cmd
 }
 
-func runStatus(ctx context.Context, target *serverFlags, only string, verbose bool) error {
+// streamStatus is what status says of one stream, in text or as JSON.
+type streamStatus struct {
+	Stream     string         `json:"stream"`
+	Running    bool           `json:"running"`
+	Holder     string         `json:"holder,omitempty"` // the running applier's connection
+	Position   string         `json:"position"`
+	LastCommit *lastCommit    `json:"last_commit,omitempty"`
+	Workers    []workerStatus `json:"workers,omitempty"` // while running
+	LastError  *stopStatus    `json:"last_error,omitempty"`
+	Rows       []positionRow  `json:"rows,omitempty"` // with --verbose
+	workersAge time.Duration  // since the workers were reported
+}
+
+type lastCommit struct {
+	GTID       string    `json:"gtid"`
+	AppliedAt  time.Time `json:"applied_at"`
+	LagSeconds float64   `json:"lag_seconds"`
+}
+
+type workerStatus struct {
+	Slot  int       `json:"slot"`
+	State string    `json:"state"`
+	GTID  string    `json:"gtid,omitempty"`
+	Since time.Time `json:"since"`
+}
+
+type stopStatus struct {
+	GTID      string    `json:"gtid,omitempty"`
+	Position  string    `json:"position"`
+	Error     string    `json:"error"`
+	StoppedAt time.Time `json:"stopped_at"`
+}
+
+type positionRow struct {
+	Domain uint32 `json:"domain"`
+	Slot   int    `json:"slot"`
+	GTID   string `json:"gtid"`
+}
+
+func runStatus(ctx context.Context, target *serverFlags, only string, verbose, asJSON bool) error {
 	if !target.given() {
 		return fmt.Errorf("--target is required (or $GAPLESS_TARGET)")
 	}
@@ -53,54 +96,107 @@ func runStatus(ctx context.Context, target *serverFlags, only string, verbose bo
 		}
 		streams = []string{only}
 	}
-	if len(streams) == 0 {
+	var out []streamStatus
+	for _, name := range streams {
+		st, err := readStreamStatus(ctx, checkpoint.ForStream(db, name), checkpoint.Holder(ctx, db, name), verbose)
+		if err != nil {
+			return err
+		}
+		out = append(out, st)
+	}
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Target  string         `json:"target"`
+			Streams []streamStatus `json:"streams"`
+		}{cfg.Redacted(), append([]streamStatus{}, out...)}) // [] rather than null
+	}
+	if len(out) == 0 {
 		fmt.Printf("%s: no gapless position on this target (nothing replicated yet)\n", cfg.Redacted())
 		return nil
 	}
-	for _, name := range streams {
-		store := checkpoint.ForStream(db, name)
-		pos, err := store.Position(ctx)
-		if err != nil {
-			return err
-		}
-		rows, err := store.Rows(ctx)
-		if err != nil {
-			return err
-		}
-		running := "not running"
-		if holder := checkpoint.Holder(ctx, db, name); holder != "" {
-			running = "running (" + holder + ")"
-		}
-		fmt.Printf("stream %s: %s\n  position  %s\n", name, running, emptyAsNone(pos.String()))
-		var newest checkpoint.Row
-		for _, r := range rows {
-			if r.AppliedAt.After(newest.AppliedAt) {
-				newest = r
-			}
-		}
-		if !newest.AppliedAt.IsZero() {
-			fmt.Printf("  last commit  %s at %s UTC, %s after the source wrote it\n",
-				newest.GTID, newest.AppliedAt.Format(time.DateTime), newest.AppliedAt.Sub(newest.SourceTime).Round(time.Second))
-		}
-		workers, err := store.Workers(ctx)
-		if err != nil {
-			return err
-		}
-		if holder := checkpoint.Holder(ctx, db, name); holder != "" && len(workers) > 0 {
-			fmt.Printf("  workers (reported %s ago):\n", time.Since(workers[0].UpdatedAt).Round(100*time.Millisecond))
-			for _, w := range workers {
-				line := fmt.Sprintf("    %2d  %-26s", w.Slot, w.State)
-				if w.GTID != "" {
-					line += fmt.Sprintf(" %s, for %s", w.GTID, time.Since(w.Since).Round(time.Millisecond))
-				}
-				fmt.Println(line)
-			}
-		}
-		if verbose {
-			for _, r := range rows {
-				fmt.Printf("  domain %d slot %d  %s\n", r.Domain, r.Slot, r.GTID)
-			}
-		}
+	for _, st := range out {
+		printStreamStatus(st)
 	}
 	return nil
+}
+
+func readStreamStatus(ctx context.Context, store *checkpoint.Store, holder string, verbose bool) (streamStatus, error) {
+	st := streamStatus{Stream: store.Stream(), Running: holder != "", Holder: holder}
+	pos, err := store.Position(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.Position = pos.String()
+	rows, err := store.Rows(ctx)
+	if err != nil {
+		return st, err
+	}
+	var newest checkpoint.Row
+	for _, r := range rows {
+		if r.AppliedAt.After(newest.AppliedAt) {
+			newest = r
+		}
+		if verbose {
+			st.Rows = append(st.Rows, positionRow{Domain: r.Domain, Slot: r.Slot, GTID: r.GTID.String()})
+		}
+	}
+	if !newest.AppliedAt.IsZero() {
+		st.LastCommit = &lastCommit{GTID: newest.GTID.String(), AppliedAt: newest.AppliedAt,
+			LagSeconds: newest.AppliedAt.Sub(newest.SourceTime).Round(time.Second).Seconds()}
+	}
+	if st.Running {
+		workers, err := store.Workers(ctx)
+		if err != nil {
+			return st, err
+		}
+		for _, w := range workers {
+			st.Workers = append(st.Workers, workerStatus{Slot: w.Slot, State: w.State, GTID: w.GTID, Since: w.Since})
+			st.workersAge = time.Since(w.UpdatedAt)
+		}
+		return st, nil
+	}
+	stop, ok, err := store.LastStop(ctx)
+	if err != nil {
+		return st, err
+	}
+	if ok {
+		st.LastError = &stopStatus{GTID: stop.GTID, Position: stop.Position, Error: stop.Error, StoppedAt: stop.StoppedAt}
+	}
+	return st, nil
+}
+
+func printStreamStatus(st streamStatus) {
+	running := "not running"
+	switch {
+	case st.Running:
+		running = "running (" + st.Holder + ")"
+	case st.LastError != nil:
+		running = fmt.Sprintf("not running: stopped by an error at %s UTC", st.LastError.StoppedAt.Format(time.DateTime))
+	}
+	fmt.Printf("stream %s: %s\n  position  %s\n", st.Stream, running, emptyAsNone(st.Position))
+	if c := st.LastCommit; c != nil {
+		fmt.Printf("  last commit  %s at %s UTC, %s after the source wrote it\n",
+			c.GTID, c.AppliedAt.Format(time.DateTime), time.Duration(c.LagSeconds)*time.Second)
+	}
+	if e := st.LastError; e != nil {
+		if e.GTID != "" {
+			fmt.Printf("  failed at  %s\n", e.GTID)
+		}
+		fmt.Printf("  error  %s\n", strings.ReplaceAll(e.Error, "\n", "\n         "))
+	}
+	if len(st.Workers) > 0 {
+		fmt.Printf("  workers (reported %s ago):\n", st.workersAge.Round(100*time.Millisecond))
+		for _, w := range st.Workers {
+			line := fmt.Sprintf("    %2d  %-26s", w.Slot, w.State)
+			if w.GTID != "" {
+				line += fmt.Sprintf(" %s, for %s", w.GTID, time.Since(w.Since).Round(time.Millisecond))
+			}
+			fmt.Println(line)
+		}
+	}
+	for _, r := range st.Rows {
+		fmt.Printf("  domain %d slot %d  %s\n", r.Domain, r.Slot, r.GTID)
+	}
 }

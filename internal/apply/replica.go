@@ -173,7 +173,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return r.run(ctx)
 }
 
-func (r *Replica) run(ctx context.Context) (Result, error) {
+func (r *Replica) run(ctx context.Context) (res Result, err error) {
 	if _, err := schedule.New(r.cfg.Policy, target.NewCatalog(r.cfg.Target)); err != nil {
 		return Result{}, err
 	}
@@ -187,6 +187,10 @@ func (r *Replica) run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if err := r.store.ClearStop(ctx); err != nil {
+		return Result{}, err
+	}
+	defer func() { r.recordStop(err) }()
 	applied, err := r.store.Applied(ctx)
 	if err != nil {
 		return Result{}, err

@@ -78,5 +78,8 @@ func Reset(ctx context.Context, db *sql.DB, stream string) (Removed, error) {
 		n, _ = res.RowsAffected()
 		removed.WorkerRows = int(n)
 	}
+	if err := clearStop(ctx, db, stream); err != nil {
+		return Removed{}, err
+	}
 	return removed, nil
 }
