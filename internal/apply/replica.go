@@ -143,6 +143,8 @@ type Replica struct {
 	// targetDownSince is when the status reports first failed to reach the
 	// target (Unix ns), 0 while they reach it.
 	targetDownSince atomic.Int64
+	// unsafeSeen holds the kinds of unsafe statements warned of (unsafe.go).
+	unsafeSeen sync.Map
 }
 
 // Run replicates until ctx ends (a stop), Until is applied, or an error that
@@ -304,6 +306,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 				txn.Filtered = true
 			} else {
 				txn = kept
+				r.warnUnsafe(txn)
 			}
 			select {
 			case txns <- txn:

@@ -1,0 +1,32 @@
+package binlog
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestUnsafeKinds(t *testing.T) {
+	tests := []struct {
+		query string
+		want  []string
+	}{
+		{"INSERT INTO t VALUES (1, SYSDATE())", []string{"SYSDATE()"}},
+		{"insert into t values (uuid(), uuid_short())", []string{"UUID()", "UUID_SHORT()"}},
+		{"UPDATE t SET who = USER(), at = NOW()", []string{"USER()"}},
+		{"UPDATE t SET who = CURRENT_USER(), r = RAND()", nil},
+		{"INSERT INTO t VALUES ('SYSDATE()', \"uuid()\")", nil},
+		{"INSERT INTO t (`user`) VALUES (1) /* user() */ -- uuid()\n", nil},
+		{"SELECT t.user (1)", nil},
+		{"INSERT INTO t SELECT FOUND_ROWS()", []string{"FOUND_ROWS()"}},
+		{"DELETE FROM t WHERE a < 5 LIMIT 10", []string{"UPDATE/DELETE with LIMIT and no ORDER BY"}},
+		{"DELETE FROM t WHERE a < 5 ORDER BY id LIMIT 10", nil},
+		{"INSERT INTO t SELECT * FROM u LIMIT 3", nil},
+		{"INSERT INTO t VALUES ('it''s', SYSDATE ())", []string{"SYSDATE()"}},
+		{"INSERT INTO t VALUES ('a\\'b', 1) /*!100000 , (uuid()) */", []string{"UUID()"}},
+	}
+	for _, tt := range tests {
+		if got := UnsafeKinds(tt.query); !slices.Equal(got, tt.want) {
+			t.Errorf("UnsafeKinds(%q) = %q, want %q", tt.query, got, tt.want)
+		}
+	}
+}
