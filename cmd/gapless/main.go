@@ -48,6 +48,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newReplicateCmd(),
 		newStatusCmd(),
+		newStopCmd(),
 		newResetCmd(),
 		newVerifyCmd(),
 		newSandboxCmd(),

@@ -27,6 +27,7 @@ import (
 	"gapless/internal/filter"
 	"gapless/internal/gtid"
 	"gapless/internal/schedule"
+	"gapless/internal/status"
 	"gapless/internal/target"
 )
 
@@ -54,6 +55,7 @@ type replicateFlags struct {
 	batch          int
 	policy         string
 	commitOrder    string
+	http           string
 }
 
 func newReplicateCmd() *cobra.Command {
@@ -126,6 +128,7 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
 	fl.DurationVar(&f.progress, "progress", time.Second, "print progress this often (0: never)")
 	fl.Int64Var(&f.segmentSize, "relay-segment-size", 64<<20, "rotate relay log segments after this many bytes")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log each reconnect and retry")
+	fl.StringVar(&f.http, "http", "", "serve the status page, /metrics and /status at this address (PORT or HOST:PORT; a bare port is on 127.0.0.1)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (for gapless's developers)")
 	fl.MarkHidden("cpuprofile")
 	return cmd
@@ -168,6 +171,11 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	}
 	if f.commitOrder != string(apply.Strict) && f.commitOrder != string(apply.Causal) {
 		return fmt.Errorf("--commit-order %q: want strict or causal", f.commitOrder)
+	}
+	if f.http != "" {
+		if _, err := status.ListenAddress(f.http); err != nil {
+			return err
+		}
 	}
 	until, err := parseOptionalPosition("--until", f.until)
 	if err != nil {
@@ -303,7 +311,12 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	}
 	tuneGC(f.maxQueued)
 	began := time.Now()
+	ctx, finishHTTP, err := startHTTP(ctx, f.http, &cfg, tgtCfg.Redacted(), srcCfg.Password, tgtCfg.Password)
+	if err != nil {
+		return err
+	}
 	res, err := apply.Run(ctx, cfg)
+	finishHTTP(res, err)
 	if err != nil {
 		return err
 	}
