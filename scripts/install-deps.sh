@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what gapless's demo, tests and benchmarks need from Debian's
-# packages: MariaDB server and client, sysbench, and mariadb-test with
+# packages: MariaDB server and client, sysbench, mariadb-test with
 # mariadb-test-data (MariaDB's test suites, for the conformance short list
-# that make test runs). Does nothing when they are already there.
+# that make test runs), and chromium (the live page's test in a headless
+# browser, internal/e2e/http_test.go). Does nothing when they are already there.
 set -euo pipefail
 
 need=()
@@ -11,6 +12,7 @@ command -v mariadb >/dev/null 2>&1 || need+=(mariadb-client)
 command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
 command -v mariadb-test >/dev/null 2>&1 || need+=(mariadb-test)
 [ -d /usr/share/mysql/mysql-test/suite/rpl ] || need+=(mariadb-test-data)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 sudo=""
