@@ -330,7 +330,14 @@ func gaplessVersion(binary string) string {
 		}
 	}
 	if rev == "" {
-		return binary
+		// No build info (go build -buildvcs=false, or git unusable then):
+		// say when it was built and where this tree is.
+		built := ""
+		if fi, err := os.Stat(binary); err == nil {
+			built = fi.ModTime().Format("2006-01-02 15:04")
+		}
+		head, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+		return fmt.Sprintf("%s (built %s; this tree at %s)", binary, built, strings.TrimSpace(string(head)))
 	}
 	return fmt.Sprintf("%s (built at %s%s)", binary, rev, modified)
 }

@@ -198,7 +198,7 @@ func groupMessages(failures [][]string) []messageGroup {
 
 var (
 	maskGTID   = regexp.MustCompile(`\b\d+-\d+-\d+\b`)
-	maskQuoted = regexp.MustCompile("'[^']*'|\"[^\"]*\"|`[^`]*`")
+	maskQuoted = regexp.MustCompile("(^|[^A-Za-z])('[^']*'|\"[^\"]*\"|`[^`]*`)")
 	maskNumber = regexp.MustCompile(`\b\d+\b`)
 	maskPort   = regexp.MustCompile(`127\.0\.0\.1:\d+`)
 )
@@ -207,7 +207,7 @@ var (
 func maskMessage(m string) string {
 	m = maskPort.ReplaceAllString(m, "HOST")
 	m = maskGTID.ReplaceAllString(m, "GTID")
-	m = maskQuoted.ReplaceAllString(m, "'…'")
+	m = maskQuoted.ReplaceAllString(m, "$1'…'")
 	// Error codes say the cause: keep numbers of 4 digits that follow "error"
 	// or stand alone as codes; mask the rest.
 	m = maskNumber.ReplaceAllStringFunc(m, func(n string) string {

@@ -32,7 +32,6 @@ const templateRecipe = "conformance-template-3"
 func mtrServerOptions() []string {
 	return []string{
 		"character_set_server=latin1",
-		"collation_server=latin1_swedish_ci",
 		"secure_file_priv=",
 		"local_infile=ON",
 		"log_bin_trust_function_creators=1",
