@@ -169,7 +169,9 @@ func (s *Store) Position(ctx context.Context) (gtid.MariaDBPosition, error) {
 
 // Statement is the SQL a worker runs inside the transaction that applies g.
 func (s *Store) Statement(slot int, g gtid.MariaDBGTID, sourceTime time.Time) string {
-	return s.statement(slot, g, sourceTime, "''", "NULL")
+	// DEFAULT, not '': the statement runs under whatever sql_mode the
+	// source's last statement left, and EMPTY_STRING_IS_NULL makes '' NULL.
+	return s.statement(slot, g, sourceTime, "DEFAULT", "NULL")
 }
 
 // CausalStatement is Statement under causal commit order: it also records

@@ -73,3 +73,19 @@ func TestFragmentable(t *testing.T) {
 		t.Error("a statement other than BINLOG is fragmentable")
 	}
 }
+
+func TestAltersCurrentDatabase(t *testing.T) {
+	for text, want := range map[string]bool{
+		"alter database collate latin1_bin":             true,
+		"ALTER SCHEMA DEFAULT CHARACTER SET utf8mb4":    true,
+		"alter database charset=latin1":                 true,
+		"ALTER DATABASE d1 COLLATE latin1_bin":          false,
+		"ALTER DATABASE `collate` CHARACTER SET latin1": false,
+		"CREATE DATABASE d1":                            false,
+		"alter database d1 upgrade data directory name": false,
+	} {
+		if got := altersCurrentDatabase(text); got != want {
+			t.Errorf("altersCurrentDatabase(%q) = %v, want %v", text, got, want)
+		}
+	}
+}

@@ -451,7 +451,7 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 			// bit inside transactions, and setting it would commit ours.
 			state.Flags2Mask = formatFlags2(txn.Format) &^ binlog.Flags2NotAutocommit
 			// USE first: it resets collation_database, which the state sets.
-			if db := string(e.Schema); db != "" && db != s.db && ev.Header.Flags&replication.LOG_EVENT_SUPPRESS_USE_F == 0 {
+			if db := string(e.Schema); db != "" && db != s.db && (ev.Header.Flags&replication.LOG_EVENT_SUPPRESS_USE_F == 0 || altersCurrentDatabase(text)) {
 				body = append(body, "USE "+quoteName(db))
 				s.db = db
 				if s.state != nil {
@@ -462,7 +462,9 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 			s.state = &state
 			body = append(body, context...)
 			context = context[:0]
-			body = append(body, expecting(e.ErrorCode, sourceStatement(text, txn.Has(binlog.FlagDDL))))
+			// A DDL the source logged with an error runs as it was: its
+			// error is expected (DROP VIEW v1, missing: 4092).
+			body = append(body, expecting(e.ErrorCode, sourceStatement(text, txn.Has(binlog.FlagDDL) && e.ErrorCode == 0)))
 		case *replication.GenericEvent:
 			switch ev.Header.EventType {
 			case replication.RAND_EVENT:
@@ -518,6 +520,22 @@ func sourceStatement(text string, ddl bool) string {
 		text = "SET STATEMENT sql_if_exists=1 FOR " + text
 	}
 	return text
+}
+
+// altersCurrentDatabase reports whether text is an ALTER DATABASE without a
+// name, which alters the session's default database. The source logs the
+// statements on databases with LOG_EVENT_SUPPRESS_USE_F (they must not
+// depend on the default database), and this one is the exception.
+func altersCurrentDatabase(text string) bool {
+	fields := strings.Fields(strings.ToUpper(text))
+	if len(fields) < 3 || fields[0] != "ALTER" || (fields[1] != "DATABASE" && fields[1] != "SCHEMA") {
+		return false
+	}
+	switch strings.SplitN(fields[2], "=", 2)[0] {
+	case "DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "COMMENT":
+		return true
+	}
+	return false
 }
 
 // startsWithWord reports whether text, past leading blanks and comments,
