@@ -116,15 +116,21 @@ type Result struct {
 
 // Replica is one run of gapless replicate.
 type Replica struct {
-	cfg      Config
-	log      *slog.Logger
-	store    *checkpoint.Store
-	lock     *checkpoint.Lock
-	clog     *commitLog
-	workers  []*worker
-	applied  atomic.Int64
-	filtered atomic.Int64
-	batches  atomic.Int64
+	cfg   Config
+	log   *slog.Logger
+	store *checkpoint.Store
+	// engines says which target tables are not transactional (the
+	// coordinator's alone; see target.Engines).
+	engines *target.Engines
+	// domainsApplied are the GTID domains this run has committed a
+	// transaction of (see target.Session.AppliedAlone).
+	domainsApplied sync.Map
+	lock           *checkpoint.Lock
+	clog           *commitLog
+	workers        []*worker
+	applied        atomic.Int64
+	filtered       atomic.Int64
+	batches        atomic.Int64
 	// rolledBack counts the transactions of batches a stop rolled back.
 	rolledBack atomic.Int64
 	// lastConflict is when the watchdog last broke a lock wait (Unix ns).
@@ -257,6 +263,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		}
 	}
 	catalog := target.NewCatalog(r.cfg.Target)
+	r.engines = target.NewEngines(r.cfg.Target)
 	policy, err := schedule.New(r.cfg.Policy, catalog)
 	if err != nil {
 		return Result{}, err
@@ -376,6 +383,13 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		return !target.NeedsStatementSession(txn) || slices.Contains(idle, workers[0])
 	}
 	dispatch := func(txn *binlog.Transaction) {
+		if err := r.engines.Mark(txn); err != nil {
+			stopping, runErr = true, err
+			return
+		}
+		if txn.Has(binlog.FlagDDL) {
+			r.engines.Invalidate()
+		}
 		if !ready(txn) {
 			r.pending = txn
 			return
@@ -542,6 +556,9 @@ func (r *Replica) gather(txn *binlog.Transaction, txns <-chan *binlog.Transactio
 		default:
 			return batch, true, nil
 		}
+		if err := r.engines.Mark(next); err != nil {
+			return nil, true, err
+		}
 		if next.Filtered || !target.Batchable(next) || skip[next.MariaDB] || next.MariaDB.Domain != txn.MariaDB.Domain ||
 			target.NeedsStatementSession(next) != target.NeedsStatementSession(txn) ||
 			!bytes.Equal(next.Format.Raw, txn.Format.Raw) || accept(next) != nil {
@@ -591,6 +608,15 @@ func (r *Replica) advance(committed map[int64]*binlog.Transaction) {
 		r.position.Advance(txn.MariaDB)
 		r.lastSource = txn.SourceTime
 	}
+}
+
+// appliedIn notes that this run committed a transaction of domain d.
+func (r *Replica) appliedIn(d uint32) { r.domainsApplied.Store(d, true) }
+
+// hasApplied reports whether this run committed a transaction of domain d.
+func (r *Replica) hasApplied(d uint32) bool {
+	_, ok := r.domainsApplied.Load(d)
+	return ok
 }
 
 // gapless returns the gap-less position and the group index it stands at.

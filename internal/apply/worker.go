@@ -184,6 +184,9 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		}
 	}
 	retries := 0
+	// attempted: this job has been sent to the target once in this run, so
+	// its group may be there though its position is not.
+	attempted := false
 	// lateRetry: a job that failed after starting beside its dependencies
 	// runs once more after everything before it has committed, so that an
 	// error is only ever reported from the order the source had.
@@ -234,12 +237,13 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		var err error
 		if !skip && len(j.txns) == 1 && target.AppliesAlone(txn) {
 			// A DDL, a non-transactional write or an XA PREPARE is on the target before its checkpoint: it may be there already.
-			skip, err = w.session.AppliedAlone(run, txn)
+			skip, err = w.session.AppliedAlone(run, txn, attempted || !w.replica.hasApplied(txn.MariaDB.Domain))
 		}
 		// Whose turn it already is (always so with causal order) commits
 		// in the same round trip as it executes.
 		commitNow := !skip && (!strict || clog.turn(j.gi))
 		if !skip && err == nil {
+			attempted = true
 			if commitNow {
 				err = w.session.Apply(run, j.txns, stmt)
 			} else {
@@ -352,6 +356,7 @@ func (w *worker) settleDropped(ctx context.Context, j *job) error {
 // committed records the job's transactions as committed.
 func (w *worker) committed(j *job) {
 	for i, txn := range j.txns {
+		w.replica.appliedIn(txn.MariaDB.Domain)
 		w.replica.clog.commit(j.gi + int64(i))
 		if w.replica.cfg.CommitOrder == Causal {
 			w.mine = append(w.mine, committedTxn{gi: j.gi + int64(i), gtid: txn.MariaDB})

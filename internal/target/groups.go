@@ -69,7 +69,10 @@ func shapeOf(txn *binlog.Transaction) groupShape {
 		return shapePositionOnly
 	case flags2&gtidPreparedXA != 0 && endsInXAPrepare(txn):
 		return shapeXAPrepare
-	case txn.Has(binlog.FlagStandalone) || !txn.Has(binlog.FlagTransactional) || flags2&gtidCompletedXA != 0:
+	case txn.Has(binlog.FlagStandalone) || txn.Has(binlog.FlagDDL) || !txn.Has(binlog.FlagTransactional) || flags2&gtidCompletedXA != 0:
+		// A DDL commits what came before it: CREATE TABLE ... SELECT is
+		// one group of a DDL and rows, which a position written first would
+		// leave in a GTID group of its own.
 		return shapeAlone
 	}
 	if n := len(txn.Events); n > 0 {
