@@ -263,7 +263,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		}
 	}
 	catalog := target.NewCatalog(r.cfg.Target)
-	r.engines = target.NewEngines(r.cfg.Target)
+	r.engines = target.NewEngines(r.cfg.Target, r.cfg.Session.KeepGTID && r.cfg.Session.WriteBinlog)
 	policy, err := schedule.New(r.cfg.Policy, catalog)
 	if err != nil {
 		return Result{}, err

@@ -21,21 +21,45 @@ import (
 type Engines struct {
 	db    *sql.DB
 	known map[tableName]bool // true: transactional
+	// binlogged: the target keeps the source's GTIDs in its binlog, where
+	// a group split in two would show.
+	binlogged bool
+	// mixed: some table of the replicated schemas is not transactional
+	// (0 unknown, 1 no, 2 yes).
+	mixed int
 }
 
-// NewEngines reads engines from db.
-func NewEngines(db *sql.DB) *Engines {
-	return &Engines{db: db, known: map[tableName]bool{}}
+// NewEngines reads engines from db; binlogged says the target writes the
+// source's transactions to its binlog under their GTIDs.
+func NewEngines(db *sql.DB, binlogged bool) *Engines {
+	return &Engines{db: db, known: map[tableName]bool{}, binlogged: binlogged}
 }
 
 // Invalidate forgets what it knows, after a DDL.
-func (e *Engines) Invalidate() { clear(e.known) }
+func (e *Engines) Invalidate() {
+	clear(e.known)
+	e.mixed = 0
+}
 
 // Mark clears txn's FlagTransactional when it writes rows to a table that
-// is not transactional on the target.
+// is not transactional on the target. A transaction of statements names no
+// tables without parsing its SQL: on a target that binlogs the source's
+// GTIDs it is taken as non-transactional as soon as any table outside the
+// system schemas is (a statement's changes to such a table are binlogged
+// at once, in a GTID group of their own).
 func (e *Engines) Mark(txn *binlog.Transaction) error {
 	if !txn.Has(binlog.FlagTransactional) || txn.Filtered {
 		return nil
+	}
+	if e.binlogged && NeedsStatementSession(txn) {
+		mixed, err := e.anyNonTransactional()
+		if err != nil {
+			return err
+		}
+		if mixed {
+			txn.Flags &^= binlog.FlagTransactional
+			return nil
+		}
 	}
 	for _, t := range txn.Tables {
 		transactional, err := e.transactional(t.Schema, t.Table)
@@ -69,6 +93,26 @@ func (e *Engines) transactional(schema, table string) (bool, error) {
 	t := !engine.Valid || isTransactionalEngine(engine.String)
 	e.known[name] = t
 	return t, nil
+}
+
+// anyNonTransactional reports whether a table outside the system schemas
+// (and gapless's) is in an engine that is not transactional.
+func (e *Engines) anyNonTransactional() (bool, error) {
+	if e.mixed == 0 {
+		var n int
+		err := e.db.QueryRowContext(context.Background(),
+			"SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE'"+
+				" AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys', 'gapless')"+
+				" AND ENGINE NOT IN ('InnoDB', 'ROCKSDB', 'TokuDB')").Scan(&n)
+		if err != nil {
+			return false, fmt.Errorf("read the target's table engines: %w", err)
+		}
+		e.mixed = 1
+		if n > 0 {
+			e.mixed = 2
+		}
+	}
+	return e.mixed == 2, nil
 }
 
 func isTransactionalEngine(engine string) bool {
