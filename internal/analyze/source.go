@@ -14,9 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"time"
 
