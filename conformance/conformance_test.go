@@ -39,7 +39,7 @@ func TestShortList(t *testing.T) {
 		List: "lists/short.txt", Formats: []string{"mixed", "row"}, Variants: []string{"default", "no-target-binlog"},
 		Jobs: 2, Workers: 8, Gapless: binary, WorkDir: filepath.Join(os.TempDir(), "gapless-conf-test"),
 		Report: filepath.Join(dir, "report.md"), MtrDir: mtrDir,
-		TestTimeout: 2 * time.Minute, ApplyTimeout: 30 * time.Second,
+		TestTimeout: 2 * time.Minute, ApplyTimeout: 30 * time.Second, ReplicaTimeout: time.Minute,
 		Command: "go test ./conformance -run TestShortList",
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

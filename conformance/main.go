@@ -31,21 +31,22 @@ import (
 
 // options are the command line.
 type options struct {
-	List         string
-	Cases        []string
-	Formats      []string
-	Variants     []string
-	Jobs         int
-	Workers      int
-	KeepFailed   bool
-	KeepAll      bool
-	Gapless      string
-	WorkDir      string
-	Report       string
-	MtrDir       string
-	TestTimeout  time.Duration
-	ApplyTimeout time.Duration
-	Command      string // as shown in the report
+	List           string
+	Cases          []string
+	Formats        []string
+	Variants       []string
+	Jobs           int
+	Workers        int
+	KeepFailed     bool
+	KeepAll        bool
+	Gapless        string
+	WorkDir        string
+	Report         string
+	MtrDir         string
+	TestTimeout    time.Duration
+	ApplyTimeout   time.Duration
+	ReplicaTimeout time.Duration
+	Command        string // as shown in the report
 }
 
 // summary is what a run found.
@@ -92,7 +93,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.Report, "report", "", "report file (default: conformance/results/<date>-<list>.md; with --cases, run-N.md beside the run's folder in --workdir)")
 	fs.StringVar(&o.MtrDir, "mysql-test-dir", "/usr/share/mysql/mysql-test", "MariaDB's mysql-test directory (package mariadb-test-data)")
 	fs.DurationVar(&o.TestTimeout, "test-timeout", 3*time.Minute, "time limit of one mariadb-test run")
-	fs.DurationVar(&o.ApplyTimeout, "apply-timeout", time.Minute, "time limit of one replica or gapless run; gapless past it is a hang")
+	fs.DurationVar(&o.ReplicaTimeout, "replica-timeout", 5*time.Minute, "time limit of MariaDB's replica on one case")
+	fs.DurationVar(&o.ApplyTimeout, "apply-timeout", time.Minute, "time limit of one gapless run, or 3 times what MariaDB's replica took if that is longer; gapless past it is a hang")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -189,7 +191,7 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 		return summary{}, err
 	}
 	r := &runner{env: env, fleet: f, template: template, gapless: o.Gapless, workers: o.Workers,
-		testTimeout: o.TestTimeout, applyTimeout: o.ApplyTimeout, keepFailed: o.KeepFailed, keepAll: o.KeepAll}
+		testTimeout: o.TestTimeout, applyTimeout: o.ApplyTimeout, replicaTimeout: o.ReplicaTimeout, keepFailed: o.KeepFailed, keepAll: o.KeepAll}
 	for _, name := range o.Variants {
 		v, _ := lookupVariant(name)
 		r.variants = append(r.variants, v)

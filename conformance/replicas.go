@@ -67,13 +67,14 @@ func runMariaDBReplica(ctx context.Context, primary, target *sandbox.Server, pos
 			return run
 		}
 		if status["Slave_SQL_Running"] == "No" || (status["Slave_IO_Running"] == "No" && status["Last_IO_Errno"] != "0") {
-			run.Message = fmt.Sprintf("stopped at %s: SQL error %s %q, IO error %s %q", status["Gtid_Slave_Pos"],
+			run.Message = fmt.Sprintf("stopped at %q: SQL error %s %q, IO error %s %q", status["Gtid_Slave_Pos"],
 				status["Last_SQL_Errno"], status["Last_SQL_Error"], status["Last_IO_Errno"], status["Last_IO_Error"])
 			return run
 		}
 		if time.Now().After(deadline) {
 			run.Hang = true
-			run.Message = fmt.Sprintf("did not reach %s within %s (at %s)", pos, timeout, status["Gtid_Slave_Pos"])
+			run.Message = fmt.Sprintf("did not reach %s within %s (at %q; IO thread %s, %q, error %s %q; SQL thread %s)", pos, timeout,
+				status["Gtid_Slave_Pos"], status["Slave_IO_Running"], status["Slave_IO_State"], status["Last_IO_Errno"], status["Last_IO_Error"], status["Slave_SQL_Running"])
 			return run
 		}
 	}

@@ -33,8 +33,13 @@ type runner struct {
 	variants     []variant
 	testTimeout  time.Duration
 	applyTimeout time.Duration
-	keepFailed   bool
-	keepAll      bool
+	// replicaTimeout bounds MariaDB's replica; gapless gets applyTimeout
+	// or three times what the replica took, whichever is longer, so a
+	// binlog that is slow to apply anyway (row events on a table without a
+	// key) is not called a hang.
+	replicaTimeout time.Duration
+	keepFailed     bool
+	keepAll        bool
 }
 
 // caseServers are the servers of one case, killed together at its end.
@@ -131,7 +136,8 @@ func (r *runner) runCase(ctx context.Context, c testCase, format, dir string) (r
 		return res
 	}
 
-	res.Replica = runMariaDBReplica(ctx, primary, targets["t-mariadb"], pos, r.applyTimeout)
+	res.Replica = runMariaDBReplica(ctx, primary, targets["t-mariadb"], pos, r.replicaTimeout)
+	gaplessTimeout := max(r.applyTimeout, time.Duration(3*res.Replica.Seconds)*time.Second)
 	var replicaDiff []string
 	if res.Replica.OK {
 		replicaDiff, err = r.diffTarget(ctx, want, targets["t-mariadb"])
@@ -153,7 +159,7 @@ func (r *runner) runCase(ctx context.Context, c testCase, format, dir string) (r
 		go func() {
 			defer wg.Done()
 			settings := gaplessSettings{Workers: r.workers, Flags: v.Flags}
-			res.Gapless[i] = r.runGaplessVariant(ctx, primary, targets["t-"+v.Name], pos, want, filepath.Join(dir, "gapless-"+v.Name), v.Name, settings)
+			res.Gapless[i] = r.runGaplessVariant(ctx, primary, targets["t-"+v.Name], pos, want, filepath.Join(dir, "gapless-"+v.Name), v.Name, settings, gaplessTimeout)
 		}()
 	}
 	wg.Wait()
@@ -169,14 +175,14 @@ func (r *runner) runCase(ctx context.Context, c testCase, format, dir string) (r
 			continue
 		}
 		settings := gaplessSettings{Workers: 1, Policy: "serial", Flags: v.Flags}
-		serial := r.runGaplessVariant(ctx, primary, target, pos, want, filepath.Join(dir, "gapless-"+v.Name+"-serial"), v.Name, settings)
+		serial := r.runGaplessVariant(ctx, primary, target, pos, want, filepath.Join(dir, "gapless-"+v.Name+"-serial"), v.Name, settings, gaplessTimeout)
 		res.Gapless[i].Serial = &serial
 	}
 	return res
 }
 
-func (r *runner) runGaplessVariant(ctx context.Context, primary, target *sandbox.Server, pos string, want snapshot, workDir, name string, s gaplessSettings) gaplessResult {
-	run := runGapless(ctx, r.gapless, primary, target, pos, workDir, s, r.applyTimeout)
+func (r *runner) runGaplessVariant(ctx context.Context, primary, target *sandbox.Server, pos string, want snapshot, workDir, name string, s gaplessSettings, timeout time.Duration) gaplessResult {
+	run := runGapless(ctx, r.gapless, primary, target, pos, workDir, s, timeout)
 	var diff []string
 	if run.OK {
 		var err error
