@@ -17,8 +17,9 @@
 package target
 
 import (
-	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -161,27 +162,41 @@ func xaStatements(txn *binlog.Transaction) (start, prepare string, err error) {
 	return "", "", fmt.Errorf("%s: an XA PREPARE group without an XA END statement", txn)
 }
 
-// xaID returns the XID of an XA group from its GTID event, as XA RECOVER
-// FORMAT='SQL' prints it, or "" if the event carries none.
-func xaID(txn *binlog.Transaction) string {
-	body := eventBody(txn.Begin.Raw, txn.Format)
-	if len(body) < 13 || body[12]&(gtidPreparedXA|gtidCompletedXA) == 0 {
-		return ""
+// xid is an XA transaction's identifier.
+type xid struct {
+	format       int64
+	gtrid, bqual string
+}
+
+// parseXID reads an XID as the binlog's XA statements write it:
+// X'hex',X'hex',format.
+func parseXID(text string) (xid, bool) {
+	parts := strings.Split(strings.TrimSpace(text), ",")
+	if len(parts) != 3 {
+		return xid{}, false
 	}
-	pos := 13
-	if body[12]&gtidGroupCommit != 0 {
-		pos += 8
+	var x xid
+	for i, p := range parts[:2] {
+		p = strings.TrimSpace(p)
+		if len(p) < 3 || (p[0] != 'X' && p[0] != 'x') || p[1] != '\'' || p[len(p)-1] != '\'' {
+			return xid{}, false
+		}
+		b, err := hex.DecodeString(p[2 : len(p)-1])
+		if err != nil {
+			return xid{}, false
+		}
+		if i == 0 {
+			x.gtrid = string(b)
+		} else {
+			x.bqual = string(b)
+		}
 	}
-	if pos+6 > len(body) {
-		return ""
+	f, err := strconv.ParseInt(strings.TrimSpace(parts[2]), 10, 64)
+	if err != nil {
+		return xid{}, false
 	}
-	format := binary.LittleEndian.Uint32(body[pos:])
-	gtrid, bqual := int(body[pos+4]), int(body[pos+5])
-	data := body[pos+6:]
-	if gtrid+bqual > len(data) {
-		return ""
-	}
-	return fmt.Sprintf("X'%x',X'%x',%d", data[:gtrid], data[gtrid:gtrid+bqual], format)
+	x.format = f
+	return x, true
 }
 
 // NeedsStatementSession reports whether txn runs source statements (not
@@ -204,4 +219,11 @@ func NeedsStatementSession(txn *binlog.Transaction) bool {
 		}
 	}
 	return false
+}
+
+// completesXA reports whether txn is the XA COMMIT or XA ROLLBACK that ends
+// a prepared XA transaction (the second phase).
+func completesXA(txn *binlog.Transaction) bool {
+	flags2, _ := gtidFlags(txn)
+	return txn.Flavor == binlog.FlavorMariaDB && flags2&gtidCompletedXA != 0
 }

@@ -11,9 +11,16 @@ import (
 )
 
 // expectedMark opens a statement that carries the error the source logged
-// with it: the mark, the error number, the mark again, then the SQL. No SQL
-// statement starts with a NUL byte; run removes the mark before sending.
-const expectedMark = "\x00"
+// with it: the mark, the error number, the mark again, then the SQL;
+// toleratedMark one that may answer the error it carries, or succeed. No SQL
+// statement starts with either byte; run removes the mark before sending.
+const (
+	expectedMark  = "\x00"
+	toleratedMark = "\x01"
+)
+
+// errXARollback is XA_RBROLLBACK.
+const errXARollback = 1402
 
 // expecting marks stmt with the error the source logged for it (0: none).
 // A statement that changed something before it failed on the source (a
@@ -27,27 +34,47 @@ func expecting(code uint16, stmt string) string {
 	return expectedMark + strconv.Itoa(int(code)) + expectedMark + stmt
 }
 
-// splitExpected undoes expecting.
-func splitExpected(stmt string) (uint16, string) {
-	if !strings.HasPrefix(stmt, expectedMark) {
-		return 0, stmt
+// tolerating marks stmt as one that may fail with code without harm.
+func tolerating(code uint16, stmt string) string {
+	return toleratedMark + strconv.Itoa(int(code)) + toleratedMark + stmt
+}
+
+// splitExpected undoes expecting and tolerating: the error the statement
+// must answer, the one it may answer, and its SQL.
+func splitExpected(stmt string) (expect, tolerate uint16, text string) {
+	for {
+		mark := stmt[:min(1, len(stmt))]
+		if mark != expectedMark && mark != toleratedMark {
+			return expect, tolerate, stmt
+		}
+		rest := stmt[1:]
+		end := strings.Index(rest, mark)
+		if end < 0 {
+			return expect, tolerate, stmt
+		}
+		code, err := strconv.Atoi(rest[:end])
+		if err != nil {
+			return expect, tolerate, stmt
+		}
+		if mark == expectedMark {
+			expect = uint16(code)
+		} else {
+			tolerate = uint16(code)
+		}
+		stmt = rest[end+1:]
 	}
-	rest := stmt[len(expectedMark):]
-	end := strings.Index(rest, expectedMark)
-	if end < 0 {
-		return 0, stmt
-	}
-	code, err := strconv.Atoi(rest[:end])
-	if err != nil {
-		return 0, stmt
-	}
-	return uint16(code), rest[end+len(expectedMark):]
 }
 
 // checkExpected compares what the target answered with the error the
 // source logged: the same error is success; anything else, no error
-// included, means the target is not where the source was.
-func checkExpected(err error, expect uint16) error {
+// included, means the target is not where the source was. A tolerated
+// error is success too.
+func checkExpected(err error, expect, tolerate uint16) error {
+	if err != nil && tolerate != 0 {
+		if code, ok := errorCode(err); ok && code == tolerate {
+			return nil
+		}
+	}
 	if expect == 0 {
 		return err
 	}
@@ -115,7 +142,7 @@ func (s *Session) makeRoom(parts ...[]string) (reopened bool, err error) {
 	need, largest := 0, 0
 	for _, part := range parts {
 		for _, stmt := range part {
-			_, text := splitExpected(stmt)
+			_, _, text := splitExpected(stmt)
 			if len(text) <= s.maxStatement || fragmentable(text, s.maxStatement) {
 				continue
 			}

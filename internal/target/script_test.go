@@ -17,7 +17,7 @@ func TestExpectedErrorMarkRoundTrips(t *testing.T) {
 		{1062, "INSERT INTO m VALUES (1),(2),(1)"},
 		{1506, "CREATE OR REPLACE TEMPORARY TABLE t1 (x INT) PARTITION BY HASH(x)"},
 	} {
-		code, stmt := splitExpected(expecting(tc.code, tc.stmt))
+		code, _, stmt := splitExpected(expecting(tc.code, tc.stmt))
 		if code != tc.code || stmt != tc.stmt {
 			t.Errorf("expecting(%d, %q) came back as %d, %q", tc.code, tc.stmt, code, stmt)
 		}
@@ -27,17 +27,31 @@ func TestExpectedErrorMarkRoundTrips(t *testing.T) {
 func TestCheckExpected(t *testing.T) {
 	dup := &mysql.MyError{Code: 1062, Message: "Duplicate entry"}
 	other := &mysql.MyError{Code: 1146, Message: "Table doesn't exist"}
-	if err := checkExpected(dup, 1062); err != nil {
+	if err := checkExpected(dup, 1062, 0); err != nil {
 		t.Errorf("the error the source logged was refused: %v", err)
 	}
-	if err := checkExpected(nil, 1062); err == nil || !strings.Contains(err.Error(), "without an error") {
+	if err := checkExpected(nil, 1062, 0); err == nil || !strings.Contains(err.Error(), "without an error") {
 		t.Errorf("a statement that succeeded where the source failed passed: %v", err)
 	}
-	if err := checkExpected(other, 1062); err == nil || !errors.Is(err, other) {
+	if err := checkExpected(other, 1062, 0); err == nil || !errors.Is(err, other) {
 		t.Errorf("another error than the source's passed or lost its cause: %v", err)
 	}
-	if err := checkExpected(other, 0); err != other {
+	if err := checkExpected(other, 0, 0); err != other {
 		t.Errorf("an unexpected error changed: %v", err)
+	}
+	rolledBack := &mysql.MyError{Code: errXARollback, Message: "XA_RBROLLBACK"}
+	if err := checkExpected(rolledBack, 0, errXARollback); err != nil {
+		t.Errorf("a tolerated error was refused: %v", err)
+	}
+	if err := checkExpected(nil, 0, errXARollback); err != nil {
+		t.Errorf("a statement that may fail and did not was refused: %v", err)
+	}
+	if err := checkExpected(other, 0, errXARollback); err != other {
+		t.Errorf("an error other than the tolerated one passed: %v", err)
+	}
+	code, tolerate, stmt := splitExpected(tolerating(errXARollback, expecting(1062, "XA COMMIT X'61',X'',1")))
+	if code != 1062 || tolerate != errXARollback || stmt != "XA COMMIT X'61',X'',1" {
+		t.Errorf("a statement marked twice came back as %d, %d, %q", code, tolerate, stmt)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 
@@ -205,6 +206,12 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 		if err := s.reopen(); err != nil {
 			return newApplyError(first, err)
 		}
+		// The server lets go of the prepared branch once it has seen the
+		// old connection end; until then an XA COMMIT from another one
+		// answers "unknown XID".
+		if err := s.awaitDetached(first); err != nil {
+			return newApplyError(first, err)
+		}
 	}
 	if alone {
 		if err := s.checkOneGroup(first); err != nil {
@@ -338,16 +345,16 @@ func (s *Session) Rollback(ctx context.Context) {
 func (s *Session) run(script []string) error {
 	var packet []string
 	size := 0
-	send := func(expect uint16) error {
+	send := func(expect, tolerate uint16) error {
 		err := s.conn.exec(packet)
 		packet, size = packet[:0], 0
-		return checkExpected(err, expect)
+		return checkExpected(err, expect, tolerate)
 	}
 	for _, stmt := range script {
-		expect, text := splitExpected(stmt)
+		expect, tolerate, text := splitExpected(stmt)
 		if len(text) > s.maxStatement {
 			if len(packet) > 0 {
-				if err := send(0); err != nil {
+				if err := send(0, 0); err != nil {
 					return err
 				}
 			}
@@ -357,20 +364,20 @@ func (s *Session) run(script []string) error {
 			continue
 		}
 		if len(packet) > 0 && size+len(text)+2 > s.maxStatement {
-			if err := send(0); err != nil {
+			if err := send(0, 0); err != nil {
 				return err
 			}
 		}
 		packet = append(packet, text)
 		size += len(text) + 2
-		if expect != 0 {
-			if err := send(expect); err != nil {
+		if expect != 0 || tolerate != 0 {
+			if err := send(expect, tolerate); err != nil {
 				return err
 			}
 		}
 	}
 	if len(packet) > 0 {
-		return send(0)
+		return send(0, 0)
 	}
 	return nil
 }
@@ -383,10 +390,10 @@ func (s *Session) run(script []string) error {
 // target binlogs as it executes.
 func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail []string, err error) {
 	shape := shapeOf(txn)
-	switch shape {
-	case shapePositionOnly:
+	switch {
+	case shape == shapePositionOnly:
 		return nil, s.ownTransaction(checkpoint), nil
-	case shapeXAPrepare:
+	case shape == shapeXAPrepare:
 		return s.xaPrepareScript(txn, checkpoint)
 	}
 	if s.opts.KeepGTID && txn.Flavor == binlog.FlavorMariaDB {
@@ -500,6 +507,15 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 			state.Flags2Mask = formatFlags2(txn.Format) &^ binlog.Flags2NotAutocommit
 			// USE first: it resets collation_database, which the state sets.
 			if db := string(e.Schema); db != "" && db != s.db && (ev.Header.Flags&replication.LOG_EVENT_SUPPRESS_USE_F == 0 || altersCurrentDatabase(text)) {
+				if !isASCII(db) {
+					// A database name is in UTF-8; the session may be
+					// reading statements in the source's last client
+					// character set (koi8r, cp1251, ...).
+					body = append(body, "SET @@session.character_set_client=utf8mb4")
+					if s.state != nil {
+						s.state.HasCharset = false
+					}
+				}
 				body = append(body, "USE "+quoteName(db))
 				s.db = db
 				if s.state != nil {
@@ -512,7 +528,15 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 			context = context[:0]
 			// A DDL the source logged with an error runs as it was: its
 			// error is expected (DROP VIEW v1, missing: 4092).
-			body = append(body, expecting(e.ErrorCode, sourceStatement(text, txn.Has(binlog.FlagDDL) && e.ErrorCode == 0)))
+			stmt := expecting(e.ErrorCode, sourceStatement(text, txn.Has(binlog.FlagDDL) && e.ErrorCode == 0))
+			if completesXA(txn) {
+				// A branch that changed nothing on the target was not kept
+				// as it was prepared: ending it answers XA_RBROLLBACK,
+				// and there is nothing to end. (A branch with changes, once
+				// prepared, ends only by this statement.)
+				stmt = tolerating(errXARollback, stmt)
+			}
+			body = append(body, stmt)
 			ddlRan = txn.Has(binlog.FlagDDL)
 		case *replication.GenericEvent:
 			switch ev.Header.EventType {
@@ -613,6 +637,15 @@ func startsWithWord(text, word string) bool {
 		}
 		return len(text) == len(word) || !isWordByte(text[len(word)])
 	}
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func isWordByte(c byte) bool {
@@ -790,14 +823,52 @@ func (s *Session) AppliedAlone(ctx context.Context, txn *binlog.Transaction, fir
 	if shapeOf(txn) != shapeXAPrepare {
 		return false, nil
 	}
-	xid := xaID(txn)
-	r, err := s.conn.c.Execute("XA RECOVER FORMAT='SQL'")
+	start, _, err := xaStatements(txn)
 	if err != nil {
-		return false, newApplyError(txn, connError(err))
+		return false, err
+	}
+	x, ok := parseXID(strings.TrimPrefix(start, "XA START "))
+	if !ok {
+		return false, nil
+	}
+	prepared, err := s.xaPrepared(x)
+	if err != nil {
+		return false, newApplyError(txn, err)
+	}
+	return prepared, nil
+}
+
+// awaitDetached waits, a few seconds at most, until the prepared branch of
+// txn, an XA PREPARE group, is listed by XA RECOVER.
+func (s *Session) awaitDetached(txn *binlog.Transaction) error {
+	start, _, err := xaStatements(txn)
+	if err != nil {
+		return err
+	}
+	x, ok := parseXID(strings.TrimPrefix(start, "XA START "))
+	if !ok {
+		return nil
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		prepared, err := s.xaPrepared(x)
+		if err != nil || prepared || time.Now().After(deadline) {
+			return err
+		}
+	}
+}
+
+// xaPrepared reports whether the target holds x prepared (XA RECOVER).
+func (s *Session) xaPrepared(x xid) (bool, error) {
+	r, err := s.conn.c.Execute("XA RECOVER")
+	if err != nil {
+		return false, connError(err)
 	}
 	defer r.Close()
 	for i := 0; i < r.RowNumber(); i++ {
-		if data, err := r.GetString(i, 3); err == nil && data == xid {
+		format, _ := r.GetInt(i, 0)
+		gtridLen, _ := r.GetInt(i, 1)
+		data, _ := r.GetString(i, 3)
+		if format == x.format && int(gtridLen) == len(x.gtrid) && data == x.gtrid+x.bqual {
 			return true, nil
 		}
 	}
