@@ -396,6 +396,9 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 	case shape == shapeXAPrepare:
 		return s.xaPrepareScript(txn, checkpoint)
 	}
+	if statements := nonTransactionalRowStatements(txn); len(statements) > 1 && s.opts.KeepGTID && s.opts.WriteBinlog {
+		return s.rowStatementsScript(txn, statements, checkpoint), s.ownTransaction(checkpoint), nil
+	}
 	if s.opts.KeepGTID && txn.Flavor == binlog.FlavorMariaDB {
 		body = append(body, gtidStatements(txn.MariaDB)...)
 	}
@@ -426,6 +429,56 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 		s.db = ""
 	}
 	return body, tail, nil
+}
+
+// nonTransactionalRowStatements returns the row statements (each its table
+// maps and row events, up to one with the statement-end flag) of a group of
+// row events only that the source flagged non-transactional, or nil for any
+// other group.
+func nonTransactionalRowStatements(txn *binlog.Transaction) [][][]byte {
+	if txn.Flavor != binlog.FlavorMariaDB || txn.Has(binlog.FlagTransactional) || txn.Has(binlog.FlagDDL) || txn.Has(binlog.FlagStandalone) {
+		return nil
+	}
+	var statements [][][]byte
+	var current [][]byte
+	for _, ev := range txn.Events {
+		switch e := ev.Data.(type) {
+		case *replication.TableMapEvent:
+			current = append(current, ev.Raw)
+		case *replication.RowsEvent:
+			current = append(current, ev.Raw)
+			if e.Flags&replication.RowsEventStmtEndFlag != 0 {
+				statements = append(statements, current)
+				current = nil
+			}
+		case *replication.MariadbAnnotateRowsEvent:
+		case *replication.QueryEvent:
+			if text := strings.TrimSpace(string(e.Query)); !strings.EqualFold(text, "BEGIN") && !strings.EqualFold(text, "COMMIT") {
+				return nil
+			}
+		default:
+			return nil
+		}
+	}
+	if len(current) > 0 {
+		return nil
+	}
+	return statements
+}
+
+// rowStatementsScript applies a group of several row statements on tables
+// that are not transactional (INSERT DELAYED writes one such group for many
+// clients' rows). The target binlogs each of them as a GTID group of its
+// own as it executes, so all but the last go in gapless's own GTID domain,
+// outside any transaction, and the last one under the source's GTID: the
+// source's domain gets one group, and only once all of it is applied.
+func (s *Session) rowStatementsScript(txn *binlog.Transaction, statements [][][]byte, checkpoint string) []string {
+	body := []string{fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=@@global.server_id", ckpt.OwnDomain)}
+	for _, st := range statements[:len(statements)-1] {
+		body = append(body, binlogStatement(st))
+	}
+	body = append(body, gtidStatements(txn.MariaDB)...)
+	return append(body, binlogStatement(statements[len(statements)-1]))
 }
 
 // xaPrepareScript applies the first phase of an XA transaction: XA START,
