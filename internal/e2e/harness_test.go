@@ -76,7 +76,14 @@ func gapless(t *testing.T, env []string, args ...string) run {
 // background starts gapless and returns the command, its output buffers and a wait func.
 func background(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, func() run) {
 	t.Helper()
+	return startWithEnv(t, nil, args...)
+}
+
+// startWithEnv is background with more environment variables.
+func startWithEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, func() run) {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {

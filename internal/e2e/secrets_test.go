@@ -6,13 +6,10 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,32 +20,6 @@ const (
 	secretSourcePassword = "Src-Pw-7f3a9c"
 	secretTargetPassword = "Tgt-Pw-2b8e41"
 )
-
-// startWithEnv starts gapless with extra environment variables, as background does.
-func startWithEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, func() run) {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan run, 1)
-	go func() {
-		err := cmd.Wait()
-		r := run{stdout: out.String(), stderr: errOut.String()}
-		if ee, ok := err.(*exec.ExitError); ok {
-			r.code = ee.ExitCode()
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				r.signaled = true
-			}
-		}
-		done <- r
-	}()
-	t.Cleanup(func() { cmd.Process.Kill() })
-	return cmd, &errOut, func() run { return <-done }
-}
 
 func TestPasswordsStayOutOfPsAndHelp(t *testing.T) {
 	sb := upSandbox(t)
