@@ -366,12 +366,18 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	queue := (<-chan *binlog.Transaction)(txns)
 	// dispatch hands txn (and what gather batches behind it) to an idle
 	// worker, or passes it when the filters left nothing of it.
-	// takeWorker removes a worker from idle: the last one, or, for a transaction of statements, worker 0, the statement
-	// session (see target.NeedsStatementSession).
+	// takeWorker removes a worker from idle: the last one (not worker 0
+	// when another is idle), or, for a transaction of statements, worker 0,
+	// the statement session (see target.NeedsStatementSession).
 	takeWorker := func(statements bool) *worker {
 		at := len(idle) - 1
 		if statements {
 			at = slices.Index(idle, workers[0])
+		} else if idle[at] == workers[0] && at > 0 {
+			// Others' jobs keep off the statement session: it stays free
+			// for statements, and a job that switches GTID domains cannot
+			// on a session holding temporary tables.
+			at--
 		}
 		w := idle[at]
 		idle = slices.Delete(idle, at, at+1)

@@ -209,6 +209,12 @@ func NeedsStatementSession(txn *binlog.Transaction) bool {
 	if shapeOf(txn) == shapeXAPrepare {
 		return false // its session is given up after XA PREPARE
 	}
+	if ddlWithRows(txn) {
+		// CREATE TABLE ... SELECT logged as rows: its statement names no
+		// temporary table (the SELECT is gone), and it switches GTID
+		// domains, which a session holding temporary tables may not.
+		return false
+	}
 	for _, ev := range txn.Events {
 		if q, ok := ev.Data.(*replication.QueryEvent); ok {
 			switch strings.ToUpper(strings.TrimSpace(string(q.Query))) {
@@ -226,4 +232,26 @@ func NeedsStatementSession(txn *binlog.Transaction) bool {
 func completesXA(txn *binlog.Transaction) bool {
 	flags2, _ := gtidFlags(txn)
 	return txn.Flavor == binlog.FlavorMariaDB && flags2&gtidCompletedXA != 0
+}
+
+// ddlWithRows reports whether txn is a DDL group with row events after its
+// statement (CREATE TABLE ... SELECT logged as rows).
+func ddlWithRows(txn *binlog.Transaction) bool {
+	if !txn.Has(binlog.FlagDDL) {
+		return false
+	}
+	statement := false
+	for _, ev := range txn.Events {
+		switch e := ev.Data.(type) {
+		case *replication.QueryEvent:
+			if text := strings.TrimSpace(string(e.Query)); !strings.EqualFold(text, "BEGIN") && !strings.EqualFold(text, "COMMIT") {
+				statement = true
+			}
+		case *replication.TableMapEvent:
+			if statement {
+				return true
+			}
+		}
+	}
+	return false
 }

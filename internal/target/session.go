@@ -399,7 +399,12 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 	if statements := nonTransactionalRowStatements(txn); len(statements) > 1 && s.opts.KeepGTID && s.opts.WriteBinlog {
 		return s.rowStatementsScript(txn, statements, checkpoint), s.ownTransaction(checkpoint), nil
 	}
-	if s.opts.KeepGTID && txn.Flavor == binlog.FlavorMariaDB {
+	switch {
+	case s.rowsApart(txn):
+		// The DDL goes first, in gapless's own domain; the source's GTID
+		// waits for the rows (events).
+		body = append(body, ownDomainStatement)
+	case s.opts.KeepGTID && txn.Flavor == binlog.FlavorMariaDB:
 		body = append(body, gtidStatements(txn.MariaDB)...)
 	}
 	inside := shape == shapeTransaction
@@ -473,7 +478,7 @@ func nonTransactionalRowStatements(txn *binlog.Transaction) [][][]byte {
 // outside any transaction, and the last one under the source's GTID: the
 // source's domain gets one group, and only once all of it is applied.
 func (s *Session) rowStatementsScript(txn *binlog.Transaction, statements [][][]byte, checkpoint string) []string {
-	body := []string{fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=@@global.server_id", ckpt.OwnDomain)}
+	body := []string{ownDomainStatement}
 	for _, st := range statements[:len(statements)-1] {
 		body = append(body, binlogStatement(st))
 	}
@@ -510,18 +515,14 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 	rows := s.rowBatcher()
 	var context []string // statements setting up the next query: INSERT_ID, RAND seeds, user variables
 	ended := false
-	// A DDL group with rows after its statement (CREATE TABLE ... SELECT
-	// logged as rows) is one GTID group on the source, but the target
-	// commits the DDL on its own: its rows then go in a transaction of
-	// gapless's own GTID domain, so the source's next sequence number is
-	// not taken.
-	ddlRan, rowsApart := false, false
+	apart, ddlRan, rowsBegun := s.rowsApart(txn), false, false
 	for _, ev := range txn.Events {
 		switch e := ev.Data.(type) {
 		case *replication.TableMapEvent:
-			if ddlRan && !rowsApart && s.opts.KeepGTID && s.opts.WriteBinlog {
-				rowsApart = true
-				body = append(body, fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=@@global.server_id", ckpt.OwnDomain), beginStatement)
+			if apart && ddlRan && !rowsBegun {
+				rowsBegun = true
+				body = append(body, gtidStatements(txn.MariaDB)...)
+				body = append(body, beginStatement)
 			}
 			body = rows.addTableMap(body, ev.Raw)
 		case *replication.RowsEvent:
@@ -619,10 +620,22 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 			return nil, false, unsupportedEvent(ev)
 		}
 	}
-	if rowsApart {
-		*tail = append(*tail, "SET @@session.gtid_domain_id=@@global.gtid_domain_id, @@session.server_id=@@global.server_id")
-	}
 	return rows.flush(body), ended, nil
+}
+
+// ownDomainStatement puts what the session binlogs next in gapless's own
+// GTID domain.
+var ownDomainStatement = fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=@@global.server_id", ckpt.OwnDomain)
+
+// rowsApart reports whether txn is a DDL group with rows after its
+// statement (CREATE TABLE ... SELECT logged as rows), to be applied in two
+// parts on a target that binlogs the source's GTIDs. The source wrote one
+// group, but the target commits the DDL on its own, and its rows would take
+// the source's next sequence number. So the DDL goes in gapless's own
+// domain and the rows, in a transaction, under the source's GTID: the
+// source's domain gets one group, once all of it is applied.
+func (s *Session) rowsApart(txn *binlog.Transaction) bool {
+	return s.opts.KeepGTID && s.opts.WriteBinlog && ddlWithRows(txn)
 }
 
 // unsupportedEvent is the error for an event gapless cannot apply.
