@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"gapless/internal/binlog"
 )
@@ -80,8 +81,11 @@ func (e *Engines) transactional(schema, table string) (bool, error) {
 		return t, nil
 	}
 	var engine sql.NullString
-	err := e.db.QueryRowContext(context.Background(),
-		"SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", schema, table).Scan(&engine)
+	read := func() error {
+		return e.db.QueryRowContext(context.Background(),
+			"SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", schema, table).Scan(&engine)
+	}
+	err := patiently(read)
 	switch {
 	case err == sql.ErrNoRows:
 		return true, nil // not on the target (yet): as the source says
@@ -100,10 +104,12 @@ func (e *Engines) transactional(schema, table string) (bool, error) {
 func (e *Engines) anyNonTransactional() (bool, error) {
 	if e.mixed == 0 {
 		var n int
-		err := e.db.QueryRowContext(context.Background(),
-			"SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE'"+
-				" AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys', 'gapless')"+
-				" AND ENGINE NOT IN ('InnoDB', 'ROCKSDB', 'TokuDB')").Scan(&n)
+		err := patiently(func() error {
+			return e.db.QueryRowContext(context.Background(),
+				"SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE'"+
+					" AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys', 'gapless')"+
+					" AND ENGINE NOT IN ('InnoDB', 'ROCKSDB', 'TokuDB')").Scan(&n)
+		})
 		if err != nil {
 			return false, fmt.Errorf("read the target's table engines: %w", err)
 		}
@@ -121,4 +127,15 @@ func isTransactionalEngine(engine string) bool {
 		return true
 	}
 	return false
+}
+
+// patiently runs read, waiting out a target that went away (the workers
+// wait for it too), as the key catalog does.
+func patiently(read func() error) error {
+	err := read()
+	for wait, deadline := 100*time.Millisecond, time.Now().Add(catalogPatience); err != nil && Lost(err) && time.Now().Before(deadline); wait = min(2*wait, 5*time.Second) {
+		time.Sleep(wait)
+		err = read()
+	}
+	return err
 }
