@@ -53,6 +53,9 @@ type Session struct {
 	state  *binlog.SessionState // session variables the server holds; nil = unknown
 	db     string               // default database of the session
 	tail   []string             // statements that commit the transaction Execute left open
+	// lastApart, while a script is made, is the number of the statement of
+	// a group applied in parts that takes the source's GTID (statementsApart).
+	lastApart int
 }
 
 // Open connects to the target and prepares the connection for applying.
@@ -399,10 +402,13 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 	if statements := nonTransactionalRowStatements(txn); len(statements) > 1 && s.opts.KeepGTID && s.opts.WriteBinlog {
 		return s.rowStatementsScript(txn, statements, checkpoint), s.ownTransaction(checkpoint), nil
 	}
+	apart := s.statementsApart(txn, shape)
+	s.lastApart = apart
+	defer func() { s.lastApart = 0 }()
 	switch {
-	case s.rowsApart(txn):
-		// The DDL goes first, in gapless's own domain; the source's GTID
-		// waits for the rows (events).
+	case s.rowsApart(txn), apart > 0:
+		// The first part goes in gapless's own domain; the source's GTID
+		// waits for the last (events).
 		body = append(body, ownDomainStatement)
 	case s.opts.KeepGTID && txn.Flavor == binlog.FlavorMariaDB:
 		body = append(body, gtidStatements(txn.MariaDB)...)
@@ -416,7 +422,7 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 	}
 	// A MariaDB GTID event stands for BEGIN unless the group is a standalone statement.
 	begun := txn.Flavor == binlog.FlavorMariaDB && !txn.Has(binlog.FlagStandalone)
-	if begun {
+	if begun && apart == 0 {
 		begin()
 	}
 	body, ended, err := s.events(txn, body, &tail, begun, begin)
@@ -438,8 +444,9 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 
 // nonTransactionalRowStatements returns the row statements (each its table
 // maps and row events, up to one with the statement-end flag) of a group of
-// row events only that the source flagged non-transactional, or nil for any
-// other group.
+// row events only that is not transactional (as the source flagged it, or
+// because a table is not transactional on the target: Engines), or nil for
+// any other group.
 func nonTransactionalRowStatements(txn *binlog.Transaction) [][][]byte {
 	if txn.Flavor != binlog.FlavorMariaDB || txn.Has(binlog.FlagTransactional) || txn.Has(binlog.FlagDDL) || txn.Has(binlog.FlagStandalone) {
 		return nil
@@ -456,7 +463,7 @@ func nonTransactionalRowStatements(txn *binlog.Transaction) [][][]byte {
 				statements = append(statements, current)
 				current = nil
 			}
-		case *replication.MariadbAnnotateRowsEvent:
+		case *replication.MariadbAnnotateRowsEvent, *replication.XIDEvent:
 		case *replication.QueryEvent:
 			if text := strings.TrimSpace(string(e.Query)); !strings.EqualFold(text, "BEGIN") && !strings.EqualFold(text, "COMMIT") {
 				return nil
@@ -515,7 +522,7 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 	rows := s.rowBatcher()
 	var context []string // statements setting up the next query: INSERT_ID, RAND seeds, user variables
 	ended := false
-	apart, ddlRan, rowsBegun := s.rowsApart(txn), false, false
+	apart, ddlRan, rowsBegun, statements := s.rowsApart(txn), false, false, 0
 	for _, ev := range txn.Events {
 		switch e := ev.Data.(type) {
 		case *replication.TableMapEvent:
@@ -582,6 +589,9 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 			context = context[:0]
 			// A DDL the source logged with an error runs as it was: its
 			// error is expected (DROP VIEW v1, missing: 4092).
+			if statements++; statements == s.lastApart {
+				body = append(body, gtidStatements(txn.MariaDB)...)
+			}
 			stmt := expecting(e.ErrorCode, sourceStatement(text, txn.Has(binlog.FlagDDL) && e.ErrorCode == 0))
 			if completesXA(txn) {
 				// A branch that changed nothing on the target was not kept
@@ -636,6 +646,39 @@ var ownDomainStatement = fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session
 // source's domain gets one group, once all of it is applied.
 func (s *Session) rowsApart(txn *binlog.Transaction) bool {
 	return s.opts.KeepGTID && s.opts.WriteBinlog && ddlWithRows(txn)
+}
+
+// statementsApart returns how many statements a group of statements that
+// is not transactional holds, when there are several and the target binlogs
+// the source's GTIDs, or 0. Each statement's changes to a table that is not
+// transactional are binlogged by the target as a GTID group of their own,
+// where the source has one group for them all (it does so for a CALL, or
+// after a transactional change); so all but the last go in gapless's own
+// domain, outside any transaction, and the last under the source's GTID.
+func (s *Session) statementsApart(txn *binlog.Transaction, shape groupShape) int {
+	if shape != shapeAlone || !s.opts.KeepGTID || !s.opts.WriteBinlog || txn.Flavor != binlog.FlavorMariaDB ||
+		txn.Has(binlog.FlagTransactional) || txn.Has(binlog.FlagDDL) || txn.Has(binlog.FlagStandalone) || completesXA(txn) {
+		return 0
+	}
+	n := 0
+	for _, ev := range txn.Events {
+		switch e := ev.Data.(type) {
+		case *replication.TableMapEvent:
+			return 0
+		case *replication.QueryEvent:
+			switch strings.ToUpper(strings.TrimSpace(string(e.Query))) {
+			case "BEGIN", "COMMIT":
+			case "ROLLBACK":
+				return 0
+			default:
+				n++
+			}
+		}
+	}
+	if n < 2 {
+		return 0
+	}
+	return n
 }
 
 // unsupportedEvent is the error for an event gapless cannot apply.
