@@ -250,21 +250,22 @@ func (r *Replica) observeDispatch(j *job, inflight map[int64]*job, barrier bool)
 	}
 	o.count(o.conflicts, ConflictDependency, int64(len(j.txns)))
 	mine := jobTables(j)
-	shared := map[string]bool{}
-	for _, d := range j.deps {
-		for _, other := range inflight {
+	shared := map[binlog.TableRef]bool{}
+	for _, other := range inflight {
+		// The dependencies this in-flight job holds, if any.
+		for _, d := range j.deps {
 			if d >= other.gi && d <= other.last() {
 				for _, t := range other.txns[d-other.gi].Tables {
-					if name := t.String(); mine[name] {
-						shared[name] = true
+					if mine[t] {
+						shared[t] = true
 					}
 				}
 			}
 		}
 	}
 	o.mu.Lock()
-	for name := range shared {
-		o.serialized[name] += int64(len(j.txns))
+	for t := range shared {
+		o.serialized[t.String()] += int64(len(j.txns))
 	}
 	o.mu.Unlock()
 }
@@ -289,11 +290,11 @@ func (r *Replica) observeFinished(j *job, err error) {
 	}
 }
 
-func jobTables(j *job) map[string]bool {
-	out := map[string]bool{}
+func jobTables(j *job) map[binlog.TableRef]bool {
+	out := map[binlog.TableRef]bool{}
 	for _, t := range j.txns {
 		for _, ref := range t.Tables {
-			out[ref.String()] = true
+			out[ref] = true
 		}
 	}
 	return out
@@ -424,7 +425,7 @@ func viewWorkers(workers []*worker, clog *commitLog) []WorkerView {
 		mine, otherTables := jobTables(j), jobTables(other)
 		for name := range mine {
 			if otherTables[name] {
-				out[i].On = append(out[i].On, name)
+				out[i].On = append(out[i].On, name.String())
 			}
 		}
 		slices.Sort(out[i].On)

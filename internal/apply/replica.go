@@ -617,7 +617,11 @@ func (r *Replica) advance(committed map[int64]*binlog.Transaction) {
 }
 
 // appliedIn notes that this run committed a transaction of domain d.
-func (r *Replica) appliedIn(d uint32) { r.domainsApplied.Store(d, true) }
+func (r *Replica) appliedIn(d uint32) {
+	if !r.hasApplied(d) {
+		r.domainsApplied.Store(d, true)
+	}
+}
 
 // hasApplied reports whether this run committed a transaction of domain d.
 func (r *Replica) hasApplied(d uint32) bool {
