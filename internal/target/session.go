@@ -666,11 +666,15 @@ func (s *Session) statementsApart(txn *binlog.Transaction, shape groupShape) int
 		case *replication.TableMapEvent:
 			return 0
 		case *replication.QueryEvent:
-			switch strings.ToUpper(strings.TrimSpace(string(e.Query))) {
+			text := strings.TrimSpace(string(e.Query))
+			switch strings.ToUpper(text) {
 			case "BEGIN", "COMMIT":
 			case "ROLLBACK":
 				return 0
 			default:
+				if startsWithWord(text, "SAVEPOINT") || startsWithWord(text, "ROLLBACK") || startsWithWord(text, "RELEASE") {
+					return 0 // savepoints need the one transaction
+				}
 				n++
 			}
 		}
