@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -66,13 +67,16 @@ func parseList(r io.Reader) ([]testCase, error) {
 	return cases, nil
 }
 
-// parseCaseName reads suite.name; a name without a suite is main's.
+// parseCaseName reads suite.name; a name without a suite is main's. A
+// suite may be nested as mysql-test nests it ("compat/oracle.sp").
 func parseCaseName(s string) (testCase, error) {
 	suite, name, ok := strings.Cut(s, ".")
 	if !ok {
 		suite, name = "main", s
 	}
-	if suite == "" || name == "" || strings.ContainsAny(s, `/\`) || strings.Contains(name, ".") {
+	nested := strings.Split(suite, "/")
+	if suite == "" || name == "" || strings.ContainsAny(s, `\`) || strings.ContainsAny(name, "./") ||
+		slices.Contains(nested, "") {
 		return testCase{}, fmt.Errorf("%q is not a case name: want suite.test, e.g. rpl.rpl_insert or main.xa", s)
 	}
 	return testCase{Suite: suite, Name: name}, nil

@@ -13,12 +13,13 @@ rpl.rpl_insert   # trailing comment
 main.xa
 create        # a name without a suite is main's
 #binlog.binlog_xa_handling  left out
+compat/oracle.sp
 `
 	got, err := parseList(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []testCase{{"rpl", "rpl_insert"}, {"main", "xa"}, {"main", "create"}}
+	want := []testCase{{"rpl", "rpl_insert"}, {"main", "xa"}, {"main", "create"}, {"compat/oracle", "sp"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
@@ -28,7 +29,8 @@ func TestParseListErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"rpl.a\nrpl.a\n", "line 2: rpl.a is already listed on line 1"},
 		{"rpl.a rpl.b\n", "line 1: \"rpl.a rpl.b\": one case a line"},
-		{"rpl/x.y\n", "line 1: \"rpl/x.y\" is not a case name"},
+		{"/x.y\n", "line 1: \"/x.y\" is not a case name"},
+		{"compat//oracle.y\n", "is not a case name"},
 		{".x\n", "is not a case name"},
 		{"rpl.a.b\n", "is not a case name"},
 	} {
@@ -52,7 +54,7 @@ func TestSelectCases(t *testing.T) {
 	if want := []testCase{{"main", "b"}, {"binlog", "c"}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	if _, err := selectCases(list, []string{"a/b"}); err == nil {
+	if _, err := selectCases(list, []string{"a.b/c"}); err == nil {
 		t.Fatal("a bad name was accepted")
 	}
 }
