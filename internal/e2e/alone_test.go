@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gapless/internal/gtid"
 	"gapless/internal/sandbox"
@@ -187,4 +188,58 @@ func queryText(t *testing.T, srv *sandbox.Server, q string) string {
 		out = append(out, v.String)
 	}
 	return strings.Join(out, ",")
+}
+
+// TestStopWhileTheSourceHoldsATemporaryTable stops gapless while a source
+// session still holds a temporary table, then replicates what the source
+// wrote next. The statement session's temporary table is dropped when
+// gapless lets go of it; the target must not log that drop as a group of
+// the source's domain, where it took the source's next GTID and that
+// transaction was then taken for applied and skipped.
+func TestStopWhileTheSourceHoldsATemporaryTable(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE held",
+		"CREATE TABLE held.real (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+	)
+	session, err := rootDB(t, sb.Primary).Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	for _, s := range []string{
+		"SET SESSION binlog_format=MIXED",
+		"CREATE TEMPORARY TABLE held.scratch (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+		"INSERT INTO held.scratch VALUES (1, 1)",
+		"INSERT INTO held.real VALUES (1, 1)",
+	} {
+		if _, err := session.ExecContext(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	relay := filepath.Join(t.TempDir(), "relay")
+	replicateUntilCaughtUp(t, sb, relay, "--workers", "4")
+	// The server logs a session's drop of its temporary tables once it has
+	// seen the session end, a moment after gapless exits.
+	time.Sleep(time.Second)
+	sameDomain0 := func(when string) {
+		t.Helper()
+		target, err := gtid.ParseMariaDBPosition(binlogPos(t, sb.Target))
+		if err != nil {
+			t.Fatal(err)
+		}
+		primary, err := gtid.ParseMariaDBPosition(binlogPos(t, sb.Primary))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := primary.Get(0)
+		if got, _ := target.Get(0); got != want {
+			t.Fatalf("%s: the target's binlog is at %s in domain 0, the primary's at %s", when, got, want)
+		}
+	}
+	sameDomain0("after the first run")
+	mustExec(t, sb.Primary, "INSERT INTO held.real VALUES (2, 2)", "INSERT INTO held.real VALUES (3, 3)")
+	replicateUntilCaughtUp(t, sb, relay, "--workers", "4")
+	requireEqual(t, sb)
+	sameDomain0("after the second run")
 }

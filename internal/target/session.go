@@ -56,6 +56,10 @@ type Session struct {
 	// lastApart, while a script is made, is the number of the statement of
 	// a group applied in parts that takes the source's GTID (statementsApart).
 	lastApart int
+	// temporary is set once the session has created a temporary table;
+	// parked holds an XA branch it prepared meanwhile (temporary.go).
+	temporary bool
+	parked    *parkedXA
 }
 
 // Open connects to the target and prepares the connection for applying.
@@ -102,6 +106,11 @@ func (s *Session) prepare() error {
 		// changes to a non-transactional table as a GTID group of its own,
 		// where the source has one group for them all.
 		setup += ", @@session.binlog_format='MIXED'"
+		// A statement on a non-transactional table inside a transaction
+		// goes to the transaction's cache, as under the server's default:
+		// with the option on (mtr sets it), the target logs such statements
+		// as groups of their own, where the source kept one group.
+		setup += ", @@session.binlog_direct_non_transactional_updates=0"
 	}
 	if s.opts.KeepGTID {
 		setup += ", @@session.gtid_domain_id=@@global.gtid_domain_id, @@session.server_id=@@global.server_id"
@@ -124,7 +133,11 @@ func privilegeHint(err error) error {
 // source's session variables it holds (sql_log_bin, server_id, sql_mode, a
 // fixed timestamp, ...) end with it.
 func (s *Session) Close() error {
-	s.conn.close()
+	if s.parked != nil {
+		s.parked.conn.close()
+		s.parked = nil
+	}
+	s.endConn(s.conn)
 	return nil
 }
 
@@ -156,6 +169,10 @@ func (s *Session) Execute(ctx context.Context, txns []*binlog.Transaction, check
 
 func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit bool) error {
 	first := txns[0]
+	resumed, err := s.unpark(txns)
+	if err != nil {
+		return newApplyError(first, err)
+	}
 	// The server reads row events by the format description it was given
 	// last; a new one goes first, in the same round trip.
 	var format []string
@@ -167,7 +184,6 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 		format = []string{binlogStatement([][]byte{first.Format.Raw})}
 	}
 	var body, tail []string
-	var err error
 	if len(txns) == 1 {
 		body, tail, err = s.script(first, checkpoint)
 	} else {
@@ -183,7 +199,11 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 		return s.execute(txns, checkpoint, commit)
 	}
 	script := append(format, body...)
+	if resumed {
+		script = resumedScript(script, first.MariaDB)
+	}
 	xaPrepare := len(txns) == 1 && shapeOf(first) == shapeXAPrepare
+	park := xaPrepare && s.temporary
 	// A group the target binlogs as it executes is checked once it has run:
 	// it must be one GTID group there (see checkOneGroup).
 	alone := len(txns) == 1 && AppliesAlone(first) && s.opts.KeepGTID && s.opts.WriteBinlog
@@ -197,6 +217,13 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 	default:
 		s.tail = tail
 	}
+	if s.holdsTemporary() && s.opts.KeepGTID {
+		if s.tail == nil || park {
+			script = append(script, restStatement)
+		} else {
+			s.tail = append(s.tail, restStatement)
+		}
+	}
 	if err := s.run(script); err != nil {
 		s.Rollback(context.Background())
 		if format != nil {
@@ -205,7 +232,13 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 		return newApplyError(txns[len(txns)-1], err)
 	}
 	s.format = first.Format.Raw
-	if xaPrepare {
+	if park {
+		// The branch keeps its connection, and the temporary tables there,
+		// until the group that ends it (temporary.go).
+		if err := s.park(first); err != nil {
+			return newApplyError(first, err)
+		}
+	} else if xaPrepare {
 		if err := s.reopen(); err != nil {
 			return newApplyError(first, err)
 		}
@@ -252,7 +285,7 @@ func (s *Session) checkOneGroup(txn *binlog.Transaction) error {
 
 // reopen gives up the connection for a new one, forgetting its state.
 func (s *Session) reopen() error {
-	s.conn.close()
+	s.endConn(s.conn)
 	s.Forget()
 	conn, err := dial(context.Background(), s.opts.Server)
 	if err != nil {
@@ -543,6 +576,7 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 		case *replication.QueryEvent:
 			body = rows.flush(body)
 			text := strings.TrimSpace(string(e.Query))
+			s.noteTemporary(text)
 			switch {
 			case strings.EqualFold(text, "COMMIT"):
 				*tail = append(*tail, "COMMIT")
@@ -655,8 +689,13 @@ func (s *Session) rowsApart(txn *binlog.Transaction) bool {
 // where the source has one group for them all (it does so for a CALL, or
 // after a transactional change); so all but the last go in gapless's own
 // domain, outside any transaction, and the last under the source's GTID.
+// A session holding temporary tables may not leave the domain it made them
+// in (1953): there the group runs whole, in the source's transaction, and
+// checkOneGroup stops the run should the target still split it (the group
+// may touch only transactional tables; the flag says only that some table
+// is not).
 func (s *Session) statementsApart(txn *binlog.Transaction, shape groupShape) int {
-	if shape != shapeAlone || !s.opts.KeepGTID || !s.opts.WriteBinlog || txn.Flavor != binlog.FlavorMariaDB ||
+	if shape != shapeAlone || !s.opts.KeepGTID || !s.opts.WriteBinlog || txn.Flavor != binlog.FlavorMariaDB || s.temporary ||
 		txn.Has(binlog.FlagTransactional) || txn.Has(binlog.FlagDDL) || txn.Has(binlog.FlagStandalone) || completesXA(txn) {
 		return 0
 	}
@@ -962,6 +1001,11 @@ func (s *Session) awaitDetached(txn *binlog.Transaction) error {
 	if !ok {
 		return nil
 	}
+	return s.awaitPrepared(x)
+}
+
+// awaitPrepared waits, a few seconds at most, until XA RECOVER lists x.
+func (s *Session) awaitPrepared(x xid) error {
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		prepared, err := s.xaPrepared(x)
 		if err != nil || prepared || time.Now().After(deadline) {
