@@ -94,6 +94,10 @@ func (s *Session) prepare() error {
 		logBin = 1
 	}
 	setup := fmt.Sprintf("SET @@session.sql_log_bin=%d", logBin)
+	// An ALTER of a system-versioned table ran on the source, so its
+	// history was to be kept; MariaDB's replica applies it so too, whatever
+	// the target's default (ERROR refuses it: 4119).
+	setup += ", @@session.system_versioning_alter_history=KEEP"
 	if s.opts.WriteBinlog {
 		// The target would annotate the row events it logs with the text of
 		// the statement that made them: here the BINLOG statement, the
@@ -406,7 +410,10 @@ func (s *Session) run(script []string) error {
 		}
 		packet = append(packet, text)
 		size += len(text) + 2
-		if expect != 0 || tolerate != 0 {
+		// A statement logged with its own terminator (a stored program
+		// under sql_mode=ORACLE: "... AS SELECT 1;") would leave an empty
+		// statement before the next one of the packet, a syntax error.
+		if expect != 0 || tolerate != 0 || strings.HasSuffix(strings.TrimRight(text, " \t\r\n"), ";") {
 			if err := send(expect, tolerate); err != nil {
 				return err
 			}
