@@ -113,7 +113,7 @@ func takeSnapshot(ctx context.Context, srv *sandbox.Server) (snapshot, error) {
 		{"grant-column", "SELECT Host, Db, User, Table_name, Column_name, Column_priv FROM mysql.columns_priv"},
 		{"grant-routine", "SELECT Host, Db, User, Routine_name, Routine_type, Grantor, Proc_priv FROM mysql.procs_priv"},
 		{"grant-proxy", "SELECT Host, User, Proxied_host, Proxied_user, With_grant, Grantor FROM mysql.proxies_priv"},
-		{"role-grant", "SELECT * FROM mysql.roles_mapping"},
+		{"role-grant", "SELECT * FROM mysql.roles_mapping WHERE User NOT IN " + accounts},
 	} {
 		keyCols := 2
 		if strings.HasPrefix(q.kind, "grant") || q.kind == "role-grant" {

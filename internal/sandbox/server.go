@@ -440,6 +440,9 @@ func (s *Server) ensureAccounts(ctx context.Context) error {
 	}
 	account(ReplUser, ReplPassword, ReplPrivileges, "")
 	account(ApplierUser, ApplierPassword, "ALL PRIVILEGES", " WITH GRANT OPTION")
+	// ALL PRIVILEGES leaves out PROXY: a GRANT PROXY from the source needs
+	// its grantor to hold it (1698).
+	stmts = append(stmts, "GRANT PROXY ON ''@'%' TO "+quote(ApplierUser)+"@'%' WITH GRANT OPTION")
 	return s.Exec(ctx, stmts...)
 }
 

@@ -60,6 +60,7 @@ type Session struct {
 	// parked holds an XA branch it prepared meanwhile (temporary.go).
 	temporary bool
 	parked    *parkedXA
+	applier   string // CURRENT_USER() of the session (invoker.go)
 }
 
 // Open connects to the target and prepares the connection for applying.
@@ -84,6 +85,9 @@ func (s *Session) prepare() error {
 	maxPacket, err := strconv.Atoi(text)
 	if err != nil {
 		return fmt.Errorf("target: max_allowed_packet %q: %w", text, err)
+	}
+	if s.applier, err = s.conn.queryString("SELECT CURRENT_USER()"); err != nil {
+		return fmt.Errorf("target: read the apply user: %w", err)
 	}
 	s.maxStatement = s.opts.MaxStatement
 	if s.maxStatement <= 0 {
@@ -633,6 +637,7 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 			if statements++; statements == s.lastApart {
 				body = append(body, gtidStatements(txn.MariaDB)...)
 			}
+			text, role := asInvoker(text, &state)
 			stmt := expecting(e.ErrorCode, sourceStatement(text, txn.Has(binlog.FlagDDL) && e.ErrorCode == 0))
 			if completesXA(txn) {
 				// A branch that changed nothing on the target was not kept
@@ -642,6 +647,13 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 				stmt = tolerating(errXARollback, stmt)
 			}
 			body = append(body, stmt)
+			if role != "" && e.ErrorCode == 0 {
+				admin, err := s.adminOf(role)
+				if err != nil {
+					return nil, false, fmt.Errorf("%s: %w", txn, err)
+				}
+				body = append(body, admin...)
+			}
 			ddlRan = txn.Has(binlog.FlagDDL)
 		case *replication.GenericEvent:
 			switch ev.Header.EventType {

@@ -1,0 +1,215 @@
+// This file gives account statements the user the source ran them as. The
+// source logs some of them with words that name the session's own account
+// (CREATE ROLE without WITH ADMIN grants the new role to its creator;
+// CURRENT_USER), and logs that account beside them (the invoker status
+// variable); MariaDB's replica runs them as that account. gapless runs them
+// as its own apply user, so it names the invoker in the text instead: else
+// the roles went to the apply user, and later statements about them failed
+// (1959) or the target held grants the primary did not.
+//
+// A role made so is administered by the source's user, as on the primary;
+// but only a role's admins may grant it, and MariaDB's replica, which skips
+// privilege checks, is the only applier that needs none. gapless gives its
+// apply user the admin option on each role it creates, outside the binlog
+// (a row in mysql.roles_mapping and FLUSH PRIVILEGES): that one row is the
+// target's difference, the apply user's own, like the gapless schema.
+package target
+
+import (
+	"fmt"
+	"strings"
+
+	"gapless/internal/binlog"
+)
+
+// accountStatements are the leading words of the statements rewritten.
+var accountStatements = [][]string{
+	{"CREATE", "ROLE"}, {"CREATE", "OR", "REPLACE", "ROLE"},
+	{"CREATE", "USER"}, {"CREATE", "OR", "REPLACE", "USER"},
+	{"GRANT"}, {"REVOKE"}, {"RENAME", "USER"}, {"DROP", "USER"}, {"DROP", "ROLE"},
+	{"ALTER", "USER"}, {"SET", "PASSWORD"}, {"SET", "DEFAULT", "ROLE"},
+}
+
+// asInvoker returns text with the invoker the source logged put where the
+// statement names the session's own account, and for a CREATE ROLE the
+// role's name (the apply user is to administer it too).
+func asInvoker(text string, st *binlog.SessionState) (string, string) {
+	if st == nil || !st.HasInvoker || st.InvokerUser == "" {
+		return text, ""
+	}
+	tokens := sqlTokens(text)
+	if !startsWith(tokens, accountStatements) {
+		return text, ""
+	}
+	role := ""
+	if startsWith(tokens, createRole) {
+		role = roleName(text, tokens)
+	}
+	account := quoteString(st.InvokerUser) + "@" + quoteString(st.InvokerHost)
+	var b strings.Builder
+	last := 0
+	admin := false
+	for i, t := range tokens {
+		word := strings.ToUpper(t.text)
+		if word == "ADMIN" && i > 0 && strings.EqualFold(tokens[i-1].text, "WITH") {
+			admin = true
+		}
+		if word != "CURRENT_USER" {
+			continue
+		}
+		end := t.end
+		if i+2 < len(tokens) && tokens[i+1].text == "(" && tokens[i+2].text == ")" {
+			end = tokens[i+2].end
+		}
+		b.WriteString(text[last:t.start])
+		b.WriteString(account)
+		last = end
+	}
+	b.WriteString(text[last:])
+	out := b.String()
+	if !admin && role != "" {
+		out = strings.TrimRight(out, " \t\r\n;") + " WITH ADMIN " + account
+	}
+	return out, role
+}
+
+var createRole = [][]string{{"CREATE", "ROLE"}, {"CREATE", "OR", "REPLACE", "ROLE"}}
+
+// roleName reads the role a CREATE ROLE statement names, or "".
+func roleName(text string, tokens []sqlToken) string {
+	i := 2
+	if strings.EqualFold(tokens[1].text, "OR") {
+		i = 4
+	}
+	if i+2 < len(tokens) && strings.EqualFold(tokens[i].text, "IF") && strings.EqualFold(tokens[i+1].text, "NOT") {
+		i += 3
+	}
+	if i >= len(tokens) {
+		return ""
+	}
+	t := tokens[i]
+	raw := text[t.start:t.end]
+	if t.text != "''" {
+		return raw
+	}
+	if len(raw) < 2 {
+		return ""
+	}
+	q := raw[0]
+	inner := raw[1 : len(raw)-1]
+	inner = strings.ReplaceAll(inner, string([]byte{q, q}), string(q))
+	if q != '`' {
+		inner = strings.NewReplacer(`\\`, `\`, `\'`, `'`, `\"`, `"`).Replace(inner)
+	}
+	return inner
+}
+
+// adminOf gives the apply user (CURRENT_USER(), read when the session was
+// prepared) the admin option on role, outside the binlog.
+func (s *Session) adminOf(role string) ([]string, error) {
+	at := strings.LastIndexByte(s.applier, '@')
+	if at < 0 {
+		return nil, fmt.Errorf("cannot tell the apply user's account from CURRENT_USER() %q", s.applier)
+	}
+	stmts := []string{
+		"SET @@session.sql_log_bin=0",
+		fmt.Sprintf("INSERT IGNORE INTO mysql.roles_mapping (Host, User, Role, Admin_option) VALUES (%s, %s, %s, 'Y')",
+			quoteString(s.applier[at+1:]), quoteString(s.applier[:at]), quoteString(role)),
+		"FLUSH PRIVILEGES",
+	}
+	if s.opts.WriteBinlog {
+		stmts = append(stmts, "SET @@session.sql_log_bin=1")
+	}
+	return stmts, nil
+}
+
+// sqlToken is a word or a punctuation mark of a statement, outside quotes
+// and comments, with its place in the text.
+type sqlToken struct {
+	text       string
+	start, end int
+}
+
+// sqlTokens splits text into words and single punctuation marks, leaving
+// out quoted strings, quoted names and comments.
+func sqlTokens(text string) []sqlToken {
+	var out []sqlToken
+	for i := 0; i < len(text); {
+		c := text[i]
+		switch {
+		case c == '\'' || c == '"' || c == '`':
+			j := i + 1
+			for j < len(text) {
+				if text[j] == '\\' && c != '`' {
+					j += 2
+					continue
+				}
+				if text[j] == c {
+					if j+1 < len(text) && text[j+1] == c {
+						j += 2
+						continue
+					}
+					break
+				}
+				j++
+			}
+			out = append(out, sqlToken{text: "''", start: i, end: min(j+1, len(text))})
+			i = j + 1
+		case c == '/' && i+1 < len(text) && text[i+1] == '*':
+			end := strings.Index(text[i+2:], "*/")
+			if end < 0 {
+				return out
+			}
+			i += end + 4
+		case c == '#' || (c == '-' && strings.HasPrefix(text[i:], "-- ")):
+			end := strings.IndexByte(text[i:], '\n')
+			if end < 0 {
+				return out
+			}
+			i += end + 1
+		case c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80:
+			j := i
+			for j < len(text) {
+				d := text[j]
+				if d == '_' || d == '$' || d >= '0' && d <= '9' || d >= 'a' && d <= 'z' || d >= 'A' && d <= 'Z' || d >= 0x80 {
+					j++
+					continue
+				}
+				break
+			}
+			out = append(out, sqlToken{text: text[i:j], start: i, end: j})
+			i = j
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			i++
+		default:
+			out = append(out, sqlToken{text: text[i : i+1], start: i, end: i + 1})
+			i++
+		}
+	}
+	return out
+}
+
+// startsWith reports whether the tokens begin with one of the word lists.
+func startsWith(tokens []sqlToken, lists [][]string) bool {
+	for _, words := range lists {
+		if len(tokens) < len(words) {
+			continue
+		}
+		match := true
+		for i, w := range words {
+			if !strings.EqualFold(tokens[i].text, w) {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// quoteString quotes s as a SQL string literal.
+func quoteString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
