@@ -43,6 +43,9 @@ func withVariant(ids []string, variant string) []string {
 
 // defaultContenders are the full run's contenders for workload w.
 func defaultContenders(w *workload, fast bool) []string {
+	if w.Contenders != nil {
+		return w.Contenders
+	}
 	ids := fullContenders()
 	if !variantWorkloads[w.ID] {
 		return ids
@@ -90,7 +93,7 @@ type options struct {
 func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "W1 and W2, five contenders (defaults that --workloads and --contenders override)")
-	flag.StringVar(&o.workloadIDs, "workloads", "", "comma-separated workloads: W1 to W6, and W1M, W2M (W1, W2 with binlog_format=MIXED) (default: all; --quick: W1,W2)")
+	flag.StringVar(&o.workloadIDs, "workloads", "", "comma-separated workloads: "+workloadList(workloads)+" (default: all; --quick: W1,W2)")
 	flag.StringVar(&o.contenders, "contenders", "", "comma-separated contenders: mariadb-serial, mariadb-conservative, mariadb-optimistic, mariadb-binlog, gapless-POLICY-WORKERS (WORKERS a number or N) (default: all; --quick: "+strings.Join(quickContenders, ",")+")")
 	flag.IntVar(&o.runs, "runs", 0, "runs per contender and workload; the median counts (default 3)")
 	flag.IntVar(&o.workers, "workers", 8, "N: parallel threads of MariaDB's parallel modes and gapless's workers")
@@ -151,19 +154,21 @@ func run(ctx context.Context, o options) error {
 		Name: o.name, Command: commandLine(), Began: time.Now(), Machine: describeMachine(o.gapless),
 		Durable: !o.fast, Workers: o.workers, Runs: o.runs, Scale: o.scale,
 	}
+	// With --workdir, the prepared tables outlive the run for the next one.
+	pt := &preparedTables{dir: filepath.Join(workDir, "prepared"), version: rp.Machine.MariaDB}
 	pairs := 0
 	for _, list := range cs {
 		pairs += len(list)
 	}
 	fmt.Printf("bench %s: workloads %s; %d contender runs per round, %d round(s); work folder %s\n", o.name, workloadList(ws), pairs, o.runs, workDir)
 	for _, w := range ws {
-		wr, kept, err := benchWorkload(ctx, fl, o, w, cs[w], filepath.Join(workDir, w.ID))
+		wr, kept, err := benchWorkload(ctx, fl, pt, o, w, cs[w], filepath.Join(workDir, w.ID))
 		keptSomething = keptSomething || kept
 		if err != nil {
 			return err
 		}
 		rp.Workloads = append(rp.Workloads, wr)
-		fmt.Printf("\n## %s: %s\n\n%s\n%s", w.ID, w.Title, wr.markdownTable(), wr.predictionTable(o.workers))
+		fmt.Printf("\n## %s: %s\n\n%s\n%s", w.ID, w.Title, wr.markdownTable(rp.Machine.Cores), wr.predictionTable(o.workers))
 	}
 	rp.Elapsed = time.Since(rp.Began)
 	rp.LoadEnd = loadAverage()
@@ -207,7 +212,7 @@ func (o *options) resolve() ([]*workload, map[*workload][]contender, error) {
 			}
 		}
 		if found == nil {
-			return nil, nil, fmt.Errorf("--workloads: unknown workload %q (want W1 to W6, W1M or W2M)", id)
+			return nil, nil, fmt.Errorf("--workloads: unknown workload %q (want one of %s)", id, workloadList(workloads))
 		}
 		ws = append(ws, found)
 	}
@@ -279,9 +284,9 @@ func checkPrograms(gapless string) error {
 // benchWorkload records one workload and runs every contender on it, the
 // runs interleaved so that noise spreads over all contenders alike. It
 // reports whether it left servers running for inspection.
-func benchWorkload(ctx context.Context, fl *fleet, o options, w *workload, cs []contender, dir string) (*workloadResult, bool, error) {
+func benchWorkload(ctx context.Context, fl *fleet, pt *preparedTables, o options, w *workload, cs []contender, dir string) (*workloadResult, bool, error) {
 	fmt.Printf("%s: recording %s\n", w.ID, w.Title)
-	rec, err := record(ctx, fl, w, dir, o.scale, !o.fast)
+	rec, err := record(ctx, fl, pt, w, dir, o.scale)
 	if err != nil {
 		return nil, false, err
 	}
@@ -379,7 +384,7 @@ func freshTarget(ctx context.Context, fl *fleet, rec *recording, dir string, dur
 	if err := copyDatadir(ctx, rec.TemplateDatadir, filepath.Join(dir, "target", "data")); err != nil {
 		return nil, err
 	}
-	return fl.start(ctx, targetConfig(dir, durable, binlog))
+	return fl.start(ctx, targetConfig(dir, rec.Workload, durable, binlog))
 }
 
 // compare checks every table of the target against the primary.
