@@ -13,6 +13,7 @@ import (
 	"image/png"
 	"math"
 	"os"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -139,7 +140,7 @@ func drawHeader(c draw.Canvas, rp *report) error {
 func workloadPanel(wr *workloadResult, runs int) (*plot.Plot, error) {
 	w := wr.Rec.Workload
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s: %s (%d transactions)", w.ID, w.Short, wr.Rec.Transactions)
+	p.Title.Text = fmt.Sprintf("%s: %s (%s transactions)", w.ID, w.Short, groupThousands(wr.Rec.Transactions))
 	p.Title.TextStyle.Font.Size = vg.Points(11)
 	p.X.Label.Text = "seconds"
 	p.X.Label.TextStyle.Font.Size = vg.Points(9)
@@ -211,10 +212,19 @@ func workloadPanel(wr *workloadResult, runs int) (*plot.Plot, error) {
 			labels.TextStyle[i].Font.Size = vg.Points(9)
 			labels.TextStyle[i].YAlign = draw.YCenter
 		}
-		labels.Offset = vg.Point{X: vg.Points(4)}
+		labels.Offset = vg.Point{X: vg.Points(7)}
 		p.Add(labels)
 	}
 	return p, nil
+}
+
+// groupThousands writes n with a space between groups of three digits.
+func groupThousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + " " + s[i:]
+	}
+	return s
 }
 
 // minMax is one bar's whisker: from low below x to high above it.

@@ -199,6 +199,9 @@ func (rp *report) markdown() string {
 		if rec.SideStatements > 0 {
 			side = fmt.Sprintf(" (%d of them %s)", rec.SideStatements, rec.Workload.SideKind)
 		}
+		if rec.Scale != 1 && rec.Scale != 0 {
+			side += fmt.Sprintf(" (scale %g)", rec.Scale)
+		}
 		fmt.Fprintf(&b, "Primary (%s): %d transactions%s in %.1f s (%.0f/s), %s of binlog, from %s to %s.\n\n",
 			durability(rec.Workload.Durable, rec.Workload.PrimaryConf), rec.Transactions, side, rec.PrimarySeconds,
 			float64(rec.Transactions)/rec.PrimarySeconds, megabytes(rec.BinlogBytes), rec.Start, rec.End)
@@ -221,7 +224,7 @@ func (rp *report) method() string {
 	if !rp.Durable {
 		target = "non-durable, `--fast` (innodb_flush_log_at_trx_commit=2, sync_binlog=0)"
 	}
-	return fmt.Sprintf(`Method: each workload is recorded once in a sandbox primary's binlog (sysbench after prepare; scale %g).
+	return fmt.Sprintf(`Method: each workload is recorded once in a sandbox primary's binlog (sysbench after prepare; --scale %g).
 The prepared tables are made once per table set and kept as a stopped server's datadir (bench/prepared.go);
 the primary starts on a copy of it, and every run copies its data folder, without binlog, into a fresh
 target with a cold buffer pool, identical for every contender: %s, log_bin and

@@ -106,3 +106,11 @@ func TestChartIsAPNG(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestGroupThousands(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1 000", 120000: "120 000", 1234567: "1 234 567", -12000: "-12 000"} {
+		if got := groupThousands(n); got != want {
+			t.Errorf("groupThousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
