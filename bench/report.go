@@ -190,7 +190,7 @@ func (rp *report) markdown() string {
 	b.WriteString("**Timings are noisy**: the machine is shared with other engineers running tests at the same time.\n\n")
 	fmt.Fprintf(&b, "%s\n", rp.method())
 	if rp.Chart != "" {
-		fmt.Fprintf(&b, "![transactions/s per contender and workload](%s)\n\n", rp.Chart)
+		fmt.Fprintf(&b, "![seconds per contender and workload](%s)\n\n", rp.Chart)
 	}
 	for _, wr := range rp.Workloads {
 		rec := wr.Rec
