@@ -8,13 +8,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"gapless/internal/dburl"
 	"gapless/internal/sandbox"
 )
 
@@ -34,33 +38,55 @@ type contender struct {
 	// to its binlog (log_slave_updates for MariaDB's replica,
 	// --no-target-binlog for gapless, sql_log_bin for mariadb-binlog's pipe).
 	Durable, TargetBinlog bool
+	// Remote: gapless reaches the target through a delaying link of
+	// linkRoundTrip (link.go), as an applier on another host would.
+	Remote  bool
+	variant string // the target configuration's label, "" for the run's default
 }
 
-// variants name target configurations other than the run's default, as an
-// id's /suffix: gapless-writeset-N/nobinlog.
-var variants = map[string]struct {
-	durable *bool // nil: the run's default (--fast or not)
-	binlog  bool
-	label   string
-}{
-	"durable":          {ptr(true), true, "durable"},
-	"fast":             {ptr(false), true, "non-durable"},
-	"nobinlog":         {nil, false, "binlog off"},
-	"durable-nobinlog": {ptr(true), false, "durable, binlog off"},
-	"fast-nobinlog":    {ptr(false), false, "non-durable, binlog off"},
+// variantWords name, after an id's slash, target configurations other than
+// the run's default and the link to the target, joined by dashes:
+// gapless-writeset-N/fast-nobinlog-remote.
+var variantWords = map[string]string{
+	"durable":  "durable",
+	"fast":     "non-durable",
+	"nobinlog": "binlog off",
+	"remote":   "1 ms link",
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // Variant is the contender's target configuration as a label part, "" for
-// the run's default.
-func (c contender) Variant() string {
-	spec, _, _ := strings.Cut(c.ID, "@")
-	_, v, _ := strings.Cut(spec, "/")
-	if v == "" {
-		return ""
+// the run's default. The link is not part of it: a remote contender is set
+// beside MariaDB's replica on targets configured the same way.
+func (c contender) Variant() string { return c.variant }
+
+// applyVariant sets the target configuration and the link that v names.
+func (c *contender) applyVariant(v string) error {
+	var labels, config []string
+	seen := map[string]bool{}
+	for _, word := range strings.Split(v, "-") {
+		label, known := variantWords[word]
+		if !known || seen[word] || (word == "durable" && seen["fast"]) || (word == "fast" && seen["durable"]) {
+			return fmt.Errorf("unknown target variant %q in %q: want dash-joined words, at most one of durable and fast, nobinlog, remote", v, c.ID)
+		}
+		seen[word] = true
+		labels = append(labels, label)
+		switch word {
+		case "durable", "fast":
+			c.Durable = word == "durable"
+		case "nobinlog":
+			c.TargetBinlog = false
+		case "remote":
+			if c.Kind != "gapless" {
+				return fmt.Errorf("%q: only gapless reaches its target over the link (remote)", c.ID)
+			}
+			c.Remote = true
+			continue
+		}
+		config = append(config, label)
 	}
-	return variants[v].label
+	c.variant = strings.Join(config, ", ")
+	c.Label += " [" + strings.Join(labels, ", ") + "]"
+	return nil
 }
 
 // runEnv is what one contender run needs.
@@ -84,6 +110,7 @@ type attempt struct {
 	// during the run; 0 when unknown (MariaDB's replica runs inside the target).
 	TargetCPU, ApplierCPU float64
 	MachineBusy           float64 // share of all cores busy during the run, whoever used them
+	LinkRoundTrip         float64 // seconds, a ping's median through a remote contender's link
 }
 
 var gaplessPolicies = []string{"serial", "commit-id", "writeset", "schema", "domain"}
@@ -92,7 +119,8 @@ var gaplessPolicies = []string{"serial", "commit-id", "writeset", "schema", "dom
 // mariadb-optimistic, gapless-POLICY-WORKERS, or mariadb-binlog. Parallel
 // MariaDB modes use workers threads.
 //
-// An id may name a target variant after a slash (gapless-writeset-N/fast),
+// An id may name a target variant after a slash (gapless-writeset-N/fast,
+// words joined by dashes: durable or fast, nobinlog, remote; see variantWords),
 // and a gapless id another gapless binary after an @, so that two builds are
 // compared in one run: gapless-writeset-8@/tmp/old-gapless, or with a
 // variant, gapless-writeset-8/fast@/tmp/old-gapless.
@@ -111,14 +139,9 @@ func parseContender(id string, workers int, durable bool) (contender, error) {
 		c.Binary, c.Label = binary, c.Label+" ("+filepath.Base(binary)+")"
 	}
 	if hasVariant {
-		variant, known := variants[v]
-		if !known {
-			return contender{}, fmt.Errorf("unknown target variant %q in %q: want durable, fast, nobinlog, durable-nobinlog or fast-nobinlog", v, id)
+		if err := c.applyVariant(v); err != nil {
+			return contender{}, err
 		}
-		if variant.durable != nil {
-			c.Durable = *variant.durable
-		}
-		c.Label, c.TargetBinlog = c.Label+" ["+variant.label+"]", variant.binlog
 	}
 	return c, nil
 }
@@ -215,10 +238,10 @@ func (c contender) runMariaDBReplica(ctx context.Context, env runEnv) attempt {
 	}
 }
 
-func (c contender) gaplessArgs(env runEnv) []string {
+func (c contender) gaplessArgs(env runEnv, targetURL string) []string {
 	return append(append([]string{"replicate",
 		"--source", env.rec.Primary.URL(sandbox.ReplUser, sandbox.ReplPassword),
-		"--target", env.target.URL(sandbox.ApplierUser, sandbox.ApplierPassword),
+		"--target", targetURL,
 		"--start-position", env.rec.Start, "--until", env.rec.End,
 		"--workers", strconv.Itoa(c.Workers), "--policy", c.Policy, "--commit-order", "strict",
 		"--progress", "0", "--relay-dir", filepath.Join(env.dir, "relay"),
@@ -233,8 +256,28 @@ func (c contender) binlogFlags() []string {
 }
 
 // runGapless times the gapless process from its start to its exit at --until.
+// A remote contender reaches the target through a delaying link, whose
+// round trip it measures first.
 func (c contender) runGapless(ctx context.Context, env runEnv) attempt {
-	args := c.gaplessArgs(env)
+	targetURL := env.target.URL(sandbox.ApplierUser, sandbox.ApplierPassword)
+	var linkRTT float64
+	if c.Remote {
+		link, err := startDelayLink(net.JoinHostPort("127.0.0.1", strconv.Itoa(env.target.Port)), linkRoundTrip/2)
+		if err != nil {
+			return attempt{Err: fmt.Errorf("link to the target: %w", err)}
+		}
+		defer link.Close()
+		u, err := url.Parse(targetURL)
+		if err != nil {
+			return attempt{Err: err}
+		}
+		u.Host = link.Addr()
+		targetURL = u.String()
+		if linkRTT, err = pingRoundTrip(ctx, targetURL); err != nil {
+			return attempt{Err: fmt.Errorf("link to the target: %w", err)}
+		}
+	}
+	args := c.gaplessArgs(env, targetURL)
 	binary := env.gapless
 	if c.Binary != "" {
 		binary = c.Binary
@@ -253,7 +296,32 @@ func (c contender) runGapless(ctx context.Context, env runEnv) attempt {
 		// An experiment: show what gapless said about its run.
 		fmt.Println(lastLines(out.String(), 4))
 	}
-	return attempt{Seconds: elapsed, Command: command, ApplierCPU: cpuSeconds(cmd.ProcessState)}
+	return attempt{Seconds: elapsed, Command: command, ApplierCPU: cpuSeconds(cmd.ProcessState), LinkRoundTrip: linkRTT}
+}
+
+// pingRoundTrip is the median time of a MySQL ping (COM_PING) to the server
+// at a mysql:// URL, in seconds.
+func pingRoundTrip(ctx context.Context, mysqlURL string) (float64, error) {
+	db, _, err := dburl.Open(mysqlURL, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	var trips []float64
+	for range 50 {
+		began := time.Now()
+		if err := conn.PingContext(ctx); err != nil {
+			return 0, err
+		}
+		trips = append(trips, time.Since(began).Seconds())
+	}
+	slices.Sort(trips)
+	return trips[len(trips)/2], nil
 }
 
 // runMariaDBBinlog times mariadb-binlog --start-position=START over the

@@ -3,10 +3,12 @@
 // contender onto fresh, identically configured targets, verifies the target
 // and writes a markdown report and a PNG chart to bench/results.
 //
-//	go run ./bench --quick      # make bench-quick: W1 and W2, five contenders
-//	go run ./bench              # make bench: W1-W6, every contender
+//	go run ./bench --quick      # make bench-quick: W1 and W2 at 25 times their size, five contenders, one run
+//	go run ./bench              # make bench: W1-W9, a few contenders each, three runs
+//	go run ./bench --workloads W7,W7B --runs 1 --scale 0.1 --workdir /tmp/bench   # a short look
 //
-// Each contender runs three times per workload; the median counts.
+// Each contender runs three times per workload (once in --quick); the
+// median counts.
 package main
 
 import (
@@ -17,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -25,12 +28,40 @@ import (
 	"gapless/internal/verify"
 )
 
+// Sizes and contenders are chosen so that make bench stays under an hour and
+// make bench-quick under 10 minutes on the 2-core development machine, while
+// the workloads where parallel apply is the lever (W7, W7B, W8, W9) and the
+// quick set each last at least 20 s for their fastest contender, so that
+// start-up is a small part of every figure. That cannot hold for every
+// workload and every contender three times within the hour, so:
+//   - W7-W9 are sized for 20 s and run a few contenders each (workload.go);
+//   - W1-W6, W1M and W2M keep their former 4 000-6 000 transactions (about a
+//     second per run): a check that nothing regressed, not a measure of speed;
+//   - bench-quick runs W1 and W2 at quickScale (150 000 transactions), once.
+
 // quickContenders are MariaDB's three modes and gapless N and 1 with the
 // default policy, the applied transactions kept out of the target's binlog.
-var quickContenders = withVariant([]string{"mariadb-serial", "mariadb-conservative", "mariadb-optimistic", "gapless-writeset-N", "gapless-writeset-1"}, "nobinlog")
+var quickContenders = withVariant(focusedContenders, "nobinlog")
 
-// variantWorkloads get, in the full run, the quick contenders again on
-// targets of every other configuration: binlog off, non-durable, both.
+// quickScale sizes W1 and W2 in bench-quick so that the fastest contender
+// needs 20 s (gapless 1 [binlog off], about 7 000 transactions/s here).
+const quickScale = 25
+
+// workloadScale is what w's transaction counts are multiplied by.
+func (o options) workloadScale(w *workload) float64 {
+	if o.quick && (w.ID == "W1" || w.ID == "W2") {
+		return o.scale * quickScale
+	}
+	return o.scale
+}
+
+// quickRuns: one run per contender keeps bench-quick under 10 minutes; a
+// 20 s run averages out more noise than the median of three 1 s runs did.
+const quickRuns = 1
+
+// variantWorkloads get, in the full run, the focused contenders again on
+// targets of the other durability with the binlog off (item 3 of issue 15
+// compares CPU per transaction there).
 var variantWorkloads = map[string]bool{"W1": true, "W2": true}
 
 func withVariant(ids []string, variant string) []string {
@@ -43,30 +74,29 @@ func withVariant(ids []string, variant string) []string {
 
 // defaultContenders are the full run's contenders for workload w.
 func defaultContenders(w *workload, fast bool) []string {
-	ids := fullContenders()
-	if !variantWorkloads[w.ID] {
-		return ids
+	switch {
+	case w.Contenders != nil:
+		return w.Contenders
+	case variantWorkloads[w.ID]:
+		other := "fast-nobinlog"
+		if fast {
+			other = "durable-nobinlog"
+		}
+		return append(slices.Clone(focusedContenders), withVariant(focusedContenders, other)...)
 	}
-	base := []string{"mariadb-serial", "mariadb-conservative", "mariadb-optimistic", "gapless-writeset-N", "gapless-writeset-1"}
-	other := "fast"
-	if fast {
-		other = "durable"
-	}
-	for _, v := range []string{"nobinlog", other, other + "-nobinlog"} {
-		ids = append(ids, withVariant(base, v)...)
-	}
-	return ids
+	return fullContenders()
 }
 
 // fullContenders are MariaDB's three modes, gapless with every policy at N
-// workers and with one worker, and mariadb-binlog. With one worker the policy
-// changes nothing, so gapless 1 runs once, with the default policy.
+// workers and with one worker. With one worker the policy changes nothing,
+// so gapless 1 runs once, with the default policy. mariadb-binlog, ten times
+// slower than the rest, runs only when --contenders names it.
 func fullContenders() []string {
 	ids := []string{"mariadb-serial", "mariadb-conservative", "mariadb-optimistic"}
 	for _, p := range gaplessPolicies {
 		ids = append(ids, "gapless-"+p+"-N")
 	}
-	return append(ids, "gapless-writeset-1", "mariadb-binlog")
+	return append(ids, "gapless-writeset-1")
 }
 
 type options struct {
@@ -90,17 +120,17 @@ type options struct {
 func main() {
 	var o options
 	flag.BoolVar(&o.quick, "quick", false, "W1 and W2, five contenders (defaults that --workloads and --contenders override)")
-	flag.StringVar(&o.workloadIDs, "workloads", "", "comma-separated workloads: W1 to W6, and W1M, W2M (W1, W2 with binlog_format=MIXED) (default: all; --quick: W1,W2)")
-	flag.StringVar(&o.contenders, "contenders", "", "comma-separated contenders: mariadb-serial, mariadb-conservative, mariadb-optimistic, mariadb-binlog, gapless-POLICY-WORKERS (WORKERS a number or N) (default: all; --quick: "+strings.Join(quickContenders, ",")+")")
-	flag.IntVar(&o.runs, "runs", 0, "runs per contender and workload; the median counts (default 3)")
+	flag.StringVar(&o.workloadIDs, "workloads", "", "comma-separated workloads: "+workloadList(workloads)+" (default: all; --quick: W1,W2)")
+	flag.StringVar(&o.contenders, "contenders", "", "comma-separated contenders: mariadb-serial, mariadb-conservative, mariadb-optimistic, mariadb-binlog, gapless-POLICY-WORKERS (WORKERS a number or N), each with an optional /VARIANT of dash-joined words: durable or fast, nobinlog, remote (gapless over a 1 ms link) (default: each workload's own list, see README; --quick: "+strings.Join(quickContenders, ",")+")")
+	flag.IntVar(&o.runs, "runs", 0, fmt.Sprintf("runs per contender and workload; the median counts (default 3; --quick: %d)", quickRuns))
 	flag.IntVar(&o.workers, "workers", 8, "N: parallel threads of MariaDB's parallel modes and gapless's workers")
 	flag.BoolVar(&o.fast, "fast", false, "non-durable targets: innodb_flush_log_at_trx_commit=2, sync_binlog=0")
-	flag.Float64Var(&o.scale, "scale", 1, "multiply every workload's transaction count")
+	flag.Float64Var(&o.scale, "scale", 1, fmt.Sprintf("multiply every workload's transaction count (--quick: W1's and W2's %d times more)", quickScale))
 	flag.StringVar(&o.gapless, "gapless", "bin/gapless", "the gapless binary")
 	flag.StringVar(&o.gaplessArgs, "gapless-flags", "", "more flags for every gapless run, space-separated (for experiments: \"--batch 1\")")
 	flag.StringVar(&o.outDir, "out", "bench/results", "folder for the report and chart")
 	flag.StringVar(&o.name, "name", "", "report name: results are <date>-<name>.md and .png (default: full; --quick: quick)")
-	flag.StringVar(&o.workDir, "workdir", "", "folder for the servers' data (default: a new folder in the temp dir, removed at the end)")
+	flag.StringVar(&o.workDir, "workdir", "", "folder for the servers' data, kept at the end; the prepared tables' snapshots in DIR/prepared serve the next run with the same --workdir (default: a new folder in the temp dir, removed at the end)")
 	flag.BoolVar(&o.keepFailed, "keep-failed", false, "leave a failed or diverged run's target and its primary running, and keep the work folder")
 	flag.DurationVar(&o.runTimeout, "run-timeout", 10*time.Minute, "give up on one contender run after this long")
 	flag.BoolVar(&o.predict, "predict", false, "also run gapless analyze --calibrate on each recording and set its predicted speedups beside the measured ones (predict.go)")
@@ -151,19 +181,21 @@ func run(ctx context.Context, o options) error {
 		Name: o.name, Command: commandLine(), Began: time.Now(), Machine: describeMachine(o.gapless),
 		Durable: !o.fast, Workers: o.workers, Runs: o.runs, Scale: o.scale,
 	}
+	// With --workdir, the prepared tables outlive the run for the next one.
+	pt := &preparedTables{dir: filepath.Join(workDir, "prepared"), version: rp.Machine.MariaDB}
 	pairs := 0
 	for _, list := range cs {
 		pairs += len(list)
 	}
 	fmt.Printf("bench %s: workloads %s; %d contender runs per round, %d round(s); work folder %s\n", o.name, workloadList(ws), pairs, o.runs, workDir)
 	for _, w := range ws {
-		wr, kept, err := benchWorkload(ctx, fl, o, w, cs[w], filepath.Join(workDir, w.ID))
+		wr, kept, err := benchWorkload(ctx, fl, pt, o, w, cs[w], filepath.Join(workDir, w.ID))
 		keptSomething = keptSomething || kept
 		if err != nil {
 			return err
 		}
 		rp.Workloads = append(rp.Workloads, wr)
-		fmt.Printf("\n## %s: %s\n\n%s\n%s", w.ID, w.Title, wr.markdownTable(), wr.predictionTable(o.workers))
+		fmt.Printf("\n## %s: %s\n\n%s\n%s", w.ID, w.Title, wr.markdownTable(rp.Machine.Cores), wr.predictionTable(o.workers))
 	}
 	rp.Elapsed = time.Since(rp.Began)
 	rp.LoadEnd = loadAverage()
@@ -179,7 +211,11 @@ func run(ctx context.Context, o options) error {
 func (o *options) resolve() ([]*workload, map[*workload][]contender, error) {
 	if o.runs == 0 {
 		o.runs = 3
+		if o.quick {
+			o.runs = quickRuns
+		}
 	}
+
 	if o.name == "" {
 		o.name = "full"
 		if o.quick {
@@ -207,7 +243,7 @@ func (o *options) resolve() ([]*workload, map[*workload][]contender, error) {
 			}
 		}
 		if found == nil {
-			return nil, nil, fmt.Errorf("--workloads: unknown workload %q (want W1 to W6, W1M or W2M)", id)
+			return nil, nil, fmt.Errorf("--workloads: unknown workload %q (want one of %s)", id, workloadList(workloads))
 		}
 		ws = append(ws, found)
 	}
@@ -279,9 +315,9 @@ func checkPrograms(gapless string) error {
 // benchWorkload records one workload and runs every contender on it, the
 // runs interleaved so that noise spreads over all contenders alike. It
 // reports whether it left servers running for inspection.
-func benchWorkload(ctx context.Context, fl *fleet, o options, w *workload, cs []contender, dir string) (*workloadResult, bool, error) {
+func benchWorkload(ctx context.Context, fl *fleet, pt *preparedTables, o options, w *workload, cs []contender, dir string) (*workloadResult, bool, error) {
 	fmt.Printf("%s: recording %s\n", w.ID, w.Title)
-	rec, err := record(ctx, fl, w, dir, o.scale, !o.fast)
+	rec, err := record(ctx, fl, pt, w, dir, o.workloadScale(w))
 	if err != nil {
 		return nil, false, err
 	}
@@ -302,10 +338,11 @@ func benchWorkload(ctx context.Context, fl *fleet, o options, w *workload, cs []
 				return nil, kept, fmt.Errorf("interrupted: %w", err)
 			}
 			runDir := filepath.Join(dir, "runs", fmt.Sprintf("%s-%d", strings.NewReplacer("/", "_", "@", "_").Replace(r.Contender.ID), round))
+			began := time.Now()
 			a, keptRun := runOnce(ctx, fl, o, rec, r.Contender, runDir, gaplessBin)
 			kept = kept || keptRun
 			r.Attempts = append(r.Attempts, a)
-			fmt.Printf("%s run %d %-32s %s\n", w.ID, round, r.Contender.Label, a.summary())
+			fmt.Printf("%s run %d %-32s %s (%.0f s with the target's copy, start and verify)\n", w.ID, round, r.Contender.Label, a.summary(), time.Since(began).Seconds())
 		}
 	}
 	if o.predict {
@@ -379,7 +416,7 @@ func freshTarget(ctx context.Context, fl *fleet, rec *recording, dir string, dur
 	if err := copyDatadir(ctx, rec.TemplateDatadir, filepath.Join(dir, "target", "data")); err != nil {
 		return nil, err
 	}
-	return fl.start(ctx, targetConfig(dir, durable, binlog))
+	return fl.start(ctx, targetConfig(dir, rec.Workload, durable, binlog))
 }
 
 // compare checks every table of the target against the primary.

@@ -32,10 +32,13 @@ type stats struct {
 	Median, Min, Max float64
 	Counted, Runs    int
 	Failed, Diverged int
+	// Medians of the CPU seconds the target and the applier used.
+	TargetCPU, ApplierCPU float64
+	LinkRoundTrip         float64 // seconds, remote contenders only
 }
 
 func (r *result) stats() stats {
-	var secs []float64
+	var secs, target, applier, link []float64
 	s := stats{Runs: len(r.Attempts)}
 	for _, a := range r.Attempts {
 		switch {
@@ -45,20 +48,32 @@ func (r *result) stats() stats {
 			s.Diverged++
 		default:
 			secs = append(secs, a.Seconds)
+			target = append(target, a.TargetCPU)
+			applier = append(applier, a.ApplierCPU)
+			link = append(link, a.LinkRoundTrip)
 		}
 	}
 	s.Counted = len(secs)
 	if len(secs) == 0 {
 		return s
 	}
-	slices.Sort(secs)
-	s.Min, s.Max = secs[0], secs[len(secs)-1]
-	if n := len(secs); n%2 == 1 {
-		s.Median = secs[n/2]
-	} else {
-		s.Median = (secs[n/2-1] + secs[n/2]) / 2
-	}
+	s.Median, s.Min, s.Max = median(secs), slices.Min(secs), slices.Max(secs)
+	s.TargetCPU, s.ApplierCPU, s.LinkRoundTrip = median(target), median(applier), median(link)
 	return s
+}
+
+// cpuFloor is the shortest time the CPU the run used allows on cores cores:
+// (target CPU + applier CPU) / cores, from the medians.
+func (s stats) cpuFloor(cores int) float64 {
+	return (s.TargetCPU + s.ApplierCPU) / float64(max(1, cores))
+}
+
+func median(v []float64) float64 {
+	v = slices.Sorted(slices.Values(v))
+	if n := len(v); n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
 // bestMariaDB is the lowest median catch-up time among MariaDB's replica
@@ -86,18 +101,23 @@ func (wr *workloadResult) perSecond(r *result) float64 {
 	return float64(wr.Rec.Transactions) / s.Median
 }
 
-// markdownTable is one workload's table.
-func (wr *workloadResult) markdownTable() string {
+// markdownTable is one workload's table; cores is the machine's, for the
+// CPU floor.
+func (wr *workloadResult) markdownTable(cores int) string {
 	var b strings.Builder
-	b.WriteString("| contender | seconds, median [min–max] | transactions/s | vs MariaDB's best | equal |\n")
-	b.WriteString("|---|---:|---:|---:|---|\n")
+	b.WriteString("| contender | seconds, median [min–max] | CPU floor, s (time ÷ floor) | CPU s, target + applier | transactions/s | vs MariaDB's best | equal |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range wr.Results {
 		s := r.stats()
-		secs, tps, ratio := "—", "—", "—"
+		secs, floor, cpu, tps, ratio := "—", "—", "—", "—", "—"
 		if s.Counted > 0 {
 			secs = fmt.Sprintf("%.1f", s.Median)
 			if s.Counted > 1 {
 				secs += fmt.Sprintf(" [%.1f–%.1f]", s.Min, s.Max)
+			}
+			if f := s.cpuFloor(cores); f > 0 {
+				floor = fmt.Sprintf("%.1f (%.2f×)", f, s.Median/f)
+				cpu = fmt.Sprintf("%.1f + %.1f", s.TargetCPU, s.ApplierCPU)
 			}
 			tps = fmt.Sprintf("%.0f", wr.perSecond(r))
 			if best, _ := wr.bestMariaDB(r.Contender.Variant()); best > 0 {
@@ -105,7 +125,30 @@ func (wr *workloadResult) markdownTable() string {
 			}
 		}
 		label := strings.ReplaceAll(r.Contender.Label, "|", `\|`)
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", label, secs, tps, ratio, s.equalCell())
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", label, secs, floor, cpu, tps, ratio, s.equalCell())
+	}
+	b.WriteString(wr.linkNotes())
+	return b.String()
+}
+
+// linkNotes set each remote contender's time beside the same contender's on
+// a local target, when both ran.
+func (wr *workloadResult) linkNotes() string {
+	var b strings.Builder
+	for _, r := range wr.Results {
+		c, s := r.Contender, r.stats()
+		if !c.Remote || s.Counted == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s: a ping through the link took %.2f ms (median)", c.Label, 1000*s.LinkRoundTrip)
+		for _, local := range wr.Results {
+			l := local.Contender
+			if ls := local.stats(); !l.Remote && l.Kind == c.Kind && l.Policy == c.Policy && l.Workers == c.Workers &&
+				l.Binary == c.Binary && l.Variant() == c.Variant() && ls.Counted > 0 {
+				fmt.Fprintf(&b, "; %.2f× the time of %s on a local target", s.Median/ls.Median, l.Label)
+			}
+		}
+		b.WriteString(".\n")
 	}
 	return b.String()
 }
@@ -147,7 +190,7 @@ func (rp *report) markdown() string {
 	b.WriteString("**Timings are noisy**: the machine is shared with other engineers running tests at the same time.\n\n")
 	fmt.Fprintf(&b, "%s\n", rp.method())
 	if rp.Chart != "" {
-		fmt.Fprintf(&b, "![transactions/s per contender and workload](%s)\n\n", rp.Chart)
+		fmt.Fprintf(&b, "![seconds per contender and workload](%s)\n\n", rp.Chart)
 	}
 	for _, wr := range rp.Workloads {
 		rec := wr.Rec
@@ -156,10 +199,16 @@ func (rp *report) markdown() string {
 		if rec.SideStatements > 0 {
 			side = fmt.Sprintf(" (%d of them %s)", rec.SideStatements, rec.Workload.SideKind)
 		}
+		if rec.Scale != 1 && rec.Scale != 0 {
+			side += fmt.Sprintf(" (scale %g)", rec.Scale)
+		}
 		fmt.Fprintf(&b, "Primary (%s): %d transactions%s in %.1f s (%.0f/s), %s of binlog, from %s to %s.\n\n",
 			durability(rec.Workload.Durable, rec.Workload.PrimaryConf), rec.Transactions, side, rec.PrimarySeconds,
 			float64(rec.Transactions)/rec.PrimarySeconds, megabytes(rec.BinlogBytes), rec.Start, rec.End)
-		b.WriteString(wr.markdownTable())
+		if conf := rec.Workload.TargetConf; len(conf) > 0 {
+			fmt.Fprintf(&b, "Targets: %s.\n\n", strings.Join(conf, ", "))
+		}
+		b.WriteString(wr.markdownTable(rp.Machine.Cores))
 		b.WriteString("\n")
 		b.WriteString(wr.predictionTable(rp.Workers))
 	}
@@ -175,19 +224,26 @@ func (rp *report) method() string {
 	if !rp.Durable {
 		target = "non-durable, `--fast` (innodb_flush_log_at_trx_commit=2, sync_binlog=0)"
 	}
-	return fmt.Sprintf(`Method: each workload is recorded once in a sandbox primary's binlog (sysbench after prepare; scale %g).
-The prepared tables are loaded into a template target without binlogging them; every run copies that
-datadir into a fresh target, identical for every contender: %s, log_bin and
-log_slave_updates ON, binlog_format=ROW. Every contender starts from the primary's position after prepare and
+	return fmt.Sprintf(`Method: each workload is recorded once in a sandbox primary's binlog (sysbench after prepare; --scale %g).
+The prepared tables are made once per table set and kept as a stopped server's datadir (bench/prepared.go);
+the primary starts on a copy of it, and every run copies its data folder, without binlog, into a fresh
+target with a cold buffer pool, identical for every contender: %s, log_bin and
+log_slave_updates ON, binlog_format=ROW, and the workload's own target settings where it names some.
+Every contender starts from the primary's position after prepare and
 is timed from its start until the workload's last GTID is applied on the target (MariaDB: START SLAVE UNTIL
 to MASTER_GTID_WAIT; gapless: the process's start to its exit at --until, --commit-order strict, target
 binlog written; mariadb-binlog: the pipe's start to its end). A time counts only when verify.Compare then
 finds every table equal to the primary's. %d run(s) per contender, interleaved; N = %d workers.
 A contender marked [binlog off] keeps the applied transactions out of the target's binlog
 (log_slave_updates OFF; gapless --no-target-binlog; mariadb --init-command="SET sql_log_bin=0"); one marked
-[durable] or [non-durable] runs on a target of that durability instead of the default.
+[durable] or [non-durable] runs on a target of that durability instead of the default; one marked [1 ms link]
+reaches its target through a proxy that holds every chunk of bytes 0.5 ms in each direction (bench/link.go).
 "vs MariaDB's best" is the best MariaDB replica mode's median time, on targets configured the same way,
 divided by the contender's (above 1: faster).
+"CPU s" are the medians of the CPU seconds the target server (MariaDB's replica runs inside it) and the
+applier's own processes used during a run; the CPU floor is their sum over the machine's cores, the
+shortest time that much work allows here, and "time ÷ floor" how far the run stayed from it (1.00×: every
+core busy with this run alone). The link's proxy runs in the bench process and counts in neither.
 `, rp.Scale, target, rp.Runs, rp.Workers)
 }
 

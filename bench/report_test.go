@@ -10,31 +10,19 @@ import (
 	"time"
 )
 
-func TestGlyphsAreFiveBySeven(t *testing.T) {
-	for r, g := range glyphs {
-		rows := strings.Split(g, "|")
-		if len(rows) != glyphHeight {
-			t.Errorf("glyph %q has %d rows", r, len(rows))
-		}
-		for _, row := range rows {
-			if len(row) != glyphWidth || strings.Trim(row, "#.") != "" {
-				t.Errorf("glyph %q has row %q", r, row)
-			}
-		}
-	}
-}
-
 func TestParseContender(t *testing.T) {
 	for id, want := range map[string]string{
-		"mariadb-serial":                         "MariaDB replica, serial",
-		"mariadb-optimistic":                     "MariaDB replica, 8 optimistic",
-		"gapless-writeset-N":                     "gapless 8 writeset",
-		"gapless-commit-id-1":                    "gapless 1 commit-id",
-		"mariadb-binlog":                         "mariadb-binlog | mariadb",
-		"mariadb-conservative":                   "MariaDB replica, 8 conservative",
-		"mariadb-serial/nobinlog":                "MariaDB replica, serial [binlog off]",
-		"gapless-writeset-N/fast-nobinlog":       "gapless 8 writeset [non-durable, binlog off]",
-		"gapless-schema-2/fast@/tmp/old/gapless": "gapless 2 schema (gapless) [non-durable]",
+		"mariadb-serial":                          "MariaDB replica, serial",
+		"mariadb-optimistic":                      "MariaDB replica, 8 optimistic",
+		"gapless-writeset-N":                      "gapless 8 writeset",
+		"gapless-commit-id-1":                     "gapless 1 commit-id",
+		"mariadb-binlog":                          "mariadb-binlog | mariadb",
+		"mariadb-conservative":                    "MariaDB replica, 8 conservative",
+		"mariadb-serial/nobinlog":                 "MariaDB replica, serial [binlog off]",
+		"gapless-writeset-N/fast-nobinlog":        "gapless 8 writeset [non-durable, binlog off]",
+		"gapless-schema-2/fast@/tmp/old/gapless":  "gapless 2 schema (gapless) [non-durable]",
+		"gapless-writeset-N/remote":               "gapless 8 writeset [1 ms link]",
+		"gapless-writeset-1/fast-nobinlog-remote": "gapless 1 writeset [non-durable, binlog off, 1 ms link]",
 	} {
 		c, err := parseContender(id, 8, true)
 		if err != nil || c.Label != want {
@@ -47,7 +35,11 @@ func TestParseContender(t *testing.T) {
 	if c, _ := parseContender("gapless-writeset-1", 8, true); !c.Durable || !c.TargetBinlog {
 		t.Errorf("no variant gave a non-durable target or one without binlog: %+v", c)
 	}
-	for _, bad := range []string{"gapless-fast-8", "gapless-writeset-0", "mariadb", "gapless-writeset", "gapless-writeset-8/slow", "mariadb-serial@/bin/x"} {
+	if c, _ := parseContender("gapless-writeset-N/nobinlog-remote", 8, true); !c.Remote || c.Variant() != "binlog off" {
+		t.Errorf("nobinlog-remote: remote %v, variant %q; want a remote contender set beside MariaDB on targets with the binlog off", c.Remote, c.Variant())
+	}
+	for _, bad := range []string{"gapless-fast-8", "gapless-writeset-0", "mariadb", "gapless-writeset", "gapless-writeset-8/slow", "mariadb-serial@/bin/x",
+		"mariadb-serial/remote", "gapless-writeset-8/fast-durable", "gapless-writeset-8/nobinlog-nobinlog", "gapless-writeset-8/"} {
 		if _, err := parseContender(bad, 8, true); err == nil {
 			t.Errorf("parseContender(%q) accepted", bad)
 		}
@@ -64,10 +56,11 @@ func sampleReport() *report {
 		}
 		wr.Results = append(wr.Results, &result{Contender: c, Attempts: attempts})
 	}
-	add("mariadb-serial", attempt{Seconds: 4, Equal: true}, attempt{Seconds: 5, Equal: true}, attempt{Seconds: 3, Equal: true})
+	add("mariadb-serial", attempt{Seconds: 4, Equal: true, TargetCPU: 3}, attempt{Seconds: 5, Equal: true, TargetCPU: 4}, attempt{Seconds: 3, Equal: true, TargetCPU: 2})
 	add("mariadb-optimistic", attempt{Seconds: 2, Equal: true}, attempt{Seconds: 2.5, Equal: true}, attempt{Seconds: 1.5, Equal: true})
 	add("gapless-writeset-N", attempt{Seconds: 1, Equal: true}, attempt{Seconds: 1, Equal: false, Detail: "sbtest.sbtest1 different"}, attempt{Err: errors.New("boom")})
 	add("gapless-serial-1", attempt{Err: errors.New("boom")})
+	add("gapless-writeset-N/remote", attempt{Seconds: 1.5, Equal: true, TargetCPU: 1, ApplierCPU: 0.5, LinkRoundTrip: 0.00116})
 	return &report{Name: "test", Command: "go run ./bench", Began: time.Date(2025, 1, 2, 3, 4, 0, 0, time.UTC), Durable: true, Workers: 8, Runs: 3, Scale: 1,
 		Machine: machine{Cores: 2}, Workloads: []*workloadResult{wr}}
 }
@@ -75,10 +68,12 @@ func sampleReport() *report {
 func TestMarkdownTable(t *testing.T) {
 	md := sampleReport().markdown()
 	for _, want := range []string{
-		"| MariaDB replica, serial | 4.0 [3.0–5.0] | 250 | 0.50× | yes |",
-		"| MariaDB replica, 8 optimistic | 2.0 [1.5–2.5] | 500 | 1.00× | yes |",
-		"| gapless 8 writeset | 1.0 | 1000 | 2.00× | **no**: 1 diverged, 1 failed of 3 runs |",
-		"| gapless 1 serial | — | — | — | error |",
+		"| MariaDB replica, serial | 4.0 [3.0–5.0] | 1.5 (2.67×) | 3.0 + 0.0 | 250 | 0.50× | yes |",
+		"| MariaDB replica, 8 optimistic | 2.0 [1.5–2.5] | — | — | 500 | 1.00× | yes |",
+		"| gapless 8 writeset | 1.0 | — | — | 1000 | 2.00× | **no**: 1 diverged, 1 failed of 3 runs |",
+		"| gapless 1 serial | — | — | — | — | — | error |",
+		"| gapless 8 writeset [1 ms link] | 1.5 | 0.8 (2.00×) | 1.0 + 0.5 | 667 | 1.33× | yes |",
+		"gapless 8 writeset [1 ms link]: a ping through the link took 1.16 ms (median); 1.50× the time of gapless 8 writeset on a local target.",
 		"W1, gapless 8 writeset, run 2, diverged: sbtest.sbtest1 different",
 		"`go run ./bench --workloads W1 --contenders gapless-serial-1 --runs 1 --keep-failed`",
 		"noisy",
@@ -90,12 +85,32 @@ func TestMarkdownTable(t *testing.T) {
 }
 
 func TestChartIsAPNG(t *testing.T) {
-	img := drawChart(sampleReport())
+	rp := sampleReport()
+	img, err := drawChart(rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := img.Bounds().Dx(); got != 1200 {
+		t.Errorf("chart is %d pixels wide, want 1200", got)
+	}
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, img); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := png.Decode(&buf); err != nil {
 		t.Fatal(err)
+	}
+	// A workload where nothing counted still gets its panel.
+	rp.Workloads[0].Results = rp.Workloads[0].Results[3:4]
+	if _, err := drawChart(rp); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGroupThousands(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1 000", 120000: "120 000", 1234567: "1 234 567", -12000: "-12 000"} {
+		if got := groupThousands(n); got != want {
+			t.Errorf("groupThousands(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

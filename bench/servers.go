@@ -1,6 +1,7 @@
 // This file owns the MariaDB servers a benchmark starts: every one is
 // registered so an error or an interrupt kills it, and a target is started
-// from a copy of a template datadir that already holds the prepared tables.
+// from a copy of a template datadir that already holds the prepared tables
+// (prepared.go).
 package main
 
 import (
@@ -8,10 +9,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -107,13 +108,14 @@ func (f *fleet) killAll() {
 	}
 }
 
-// targetConfig is the one configuration every contender's target gets, but
-// for durability and, with binlog false, log_slave_updates OFF (only MariaDB's
+// targetConfig is the one configuration every contender's target on a
+// workload gets (the sandbox's, with the workload's TargetConf), but for
+// durability and, with binlog false, log_slave_updates OFF (only MariaDB's
 // replica reads it; gapless is told --no-target-binlog).
-func targetConfig(dir string, durable, binlog bool) sandbox.ServerConfig {
-	cfg := sandbox.ServerConfig{Name: "target", Dir: dir, Binlog: true, Durable: durable}
+func targetConfig(dir string, w *workload, durable, binlog bool) sandbox.ServerConfig {
+	cfg := sandbox.ServerConfig{Name: "target", Dir: dir, Binlog: true, Durable: durable, Extra: slices.Clone(w.TargetConf)}
 	if !binlog {
-		cfg.Extra = []string{"log_slave_updates=OFF"}
+		cfg.Extra = append(cfg.Extra, "log_slave_updates=OFF")
 	}
 	return cfg
 }
@@ -133,41 +135,6 @@ func copyDatadir(ctx context.Context, src, dst string) error {
 // clientArgs are the mariadb client options that reach srv as root.
 func clientArgs(srv *sandbox.Server) []string {
 	return []string{"--no-defaults", "--user=root", "--socket=" + srv.Socket}
-}
-
-// copyTables dumps databases from src and loads them into dst without
-// writing dst's binlog, so dst's GTID history stays empty.
-func copyTables(ctx context.Context, src, dst *sandbox.Server, databases []string) error {
-	dumpArgs := append(clientArgs(src), "--single-transaction", "--skip-dump-date", "--databases")
-	dump := exec.CommandContext(ctx, "mariadb-dump", append(dumpArgs, databases...)...)
-	load := exec.CommandContext(ctx, "mariadb", append(clientArgs(dst), "--init-command=SET SESSION sql_log_bin=0")...)
-	var dumpErr, loadErr strings.Builder
-	dump.Stderr, load.Stderr = &dumpErr, &loadErr
-	pipe, err := dump.StdoutPipe()
-	if err != nil {
-		return fmt.Errorf("dump %v: %w", databases, err)
-	}
-	load.Stdin = pipe
-	if err := dump.Start(); err != nil {
-		return fmt.Errorf("starting mariadb-dump: %w", err)
-	}
-	if err := load.Start(); err != nil {
-		_ = dump.Process.Kill()
-		_ = dump.Wait()
-		return fmt.Errorf("starting mariadb: %w", err)
-	}
-	loadWait := load.Wait()
-	if loadWait != nil {
-		_, _ = io.Copy(io.Discard, pipe)
-	}
-	dumpWait := dump.Wait()
-	if dumpWait != nil {
-		return fmt.Errorf("mariadb-dump %v from %s: %w: %s", databases, src.Config.Name, dumpWait, strings.TrimSpace(dumpErr.String()))
-	}
-	if loadWait != nil {
-		return fmt.Errorf("loading %v into %s: %w: %s", databases, dst.Config.Name, loadWait, strings.TrimSpace(loadErr.String()))
-	}
-	return nil
 }
 
 func queryString(ctx context.Context, db *sql.DB, query string) (string, error) {

@@ -32,65 +32,92 @@ type workload struct {
 	SideKind    string   // what the side job's statements are, if it has one
 	Durable     bool     // the primary's durability
 	PrimaryConf []string // extra my.cnf lines for the primary
-	Databases   []string
-	Prepare     func(ctx context.Context, p *primary) error
-	Run         func(ctx context.Context, p *primary, scale float64) error
+	TargetConf  []string // extra my.cnf lines for every contender's target
+	// Prepared names the tables Prepare makes: workloads of the same name
+	// share one snapshot of them (prepared.go).
+	Prepared string
+	Prepare  func(ctx context.Context, p *primary) error
+	Run      func(ctx context.Context, p *primary, scale float64) error
+	// Contenders are the full run's contenders; nil: defaultContenders'.
+	Contenders []string
 }
+
+// sbtest4 is W1's tables: 4 of 10 000 rows, 10 MB in all, well inside the
+// buffer pool.
+var sbtest4 = sysbenchTables{DB: "sbtest", Tables: 4, TableSize: 10000}
+
+// sbtest8Large is W7's tables: 8 of 250 000 rows, about 500 MB on disk.
+var sbtest8Large = sysbenchTables{DB: "sbtest", Tables: 8, TableSize: 250000}
+
+// ioBoundTarget keeps W7's target from caching its data: a pool far smaller
+// than the tables and reads that bypass the OS page cache.
+func ioBoundTarget(pool string) []string {
+	return []string{"innodb_buffer_pool_size=" + pool, "innodb_flush_method=O_DIRECT"}
+}
+
+// focusedContenders are MariaDB's three modes against gapless N and gapless 1
+// with the default policy: the full run's contenders on W7, W1M and W2M, and
+// with variants on W1 and W2.
+var focusedContenders = []string{"mariadb-serial", "mariadb-conservative", "mariadb-optimistic", "gapless-writeset-N", "gapless-writeset-1"}
+
+// parallelContenders leave out MariaDB's serial replica where its 20 s
+// workload would last minutes, three times over (W7B, W8): MariaDB's best
+// mode, the reference, is a parallel one there.
+var parallelContenders = focusedContenders[1:]
 
 var workloads = []*workload{
 	{
 		ID: "W1", Short: "group commit, 16 threads", Title: "oltp_write_only, 16 threads, durable primary with group commit",
-		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"},
-		Prepare: prepareSysbench("sbtest", 4, 10000),
+		Durable: true, PrimaryConf: groupCommitWait,
+		Prepared: sbtest4.name(), Prepare: sbtest4.prepare,
 		Run: func(ctx context.Context, p *primary, scale float64) error {
-			return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(6000, scale))
+			return p.sysbench(ctx, sbtest4.run("oltp_write_only", 16, scaled(6000, scale)))
 		},
 	},
 	{
 		ID: "W2", Short: "no group commit, 1 thread", Title: "oltp_write_only, 1 thread, non-durable primary, no commit wait",
-		Durable: false, Databases: []string{"sbtest"},
-		Prepare: prepareSysbench("sbtest", 4, 10000),
+		Durable:  false,
+		Prepared: sbtest4.name(), Prepare: sbtest4.prepare,
 		Run: func(ctx context.Context, p *primary, scale float64) error {
-			return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 1, scaled(6000, scale))
+			return p.sysbench(ctx, sbtest4.run("oltp_write_only", 1, scaled(6000, scale)))
 		},
 	},
 	{
 		ID: "W1M", Short: "W1, binlog MIXED", Title: "W1 on a primary at MariaDB's default binlog_format=MIXED (statements)",
-		Durable: true, PrimaryConf: append([]string{"binlog_format=MIXED"}, groupCommitWait...), Databases: []string{"sbtest"},
-		Prepare: prepareSysbench("sbtest", 4, 10000),
+		Durable: true, PrimaryConf: append([]string{"binlog_format=MIXED"}, groupCommitWait...),
+		Prepared: sbtest4.name(), Prepare: sbtest4.prepare,
 		Run: func(ctx context.Context, p *primary, scale float64) error {
-			return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(6000, scale))
+			return p.sysbench(ctx, sbtest4.run("oltp_write_only", 16, scaled(6000, scale)))
 		},
+		Contenders: focusedContenders,
 	},
 	{
 		ID: "W2M", Short: "W2, binlog MIXED", Title: "W2 on a primary at MariaDB's default binlog_format=MIXED (statements)",
-		Durable: false, PrimaryConf: []string{"binlog_format=MIXED"}, Databases: []string{"sbtest"},
-		Prepare: prepareSysbench("sbtest", 4, 10000),
+		Durable: false, PrimaryConf: []string{"binlog_format=MIXED"},
+		Prepared: sbtest4.name(), Prepare: sbtest4.prepare,
 		Run: func(ctx context.Context, p *primary, scale float64) error {
-			return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 1, scaled(6000, scale))
+			return p.sysbench(ctx, sbtest4.run("oltp_write_only", 1, scaled(6000, scale)))
 		},
+		Contenders: focusedContenders,
 	},
 	{
 		ID: "W3", Short: "hot rows, 16 threads", Title: "hot rows: oltp_update_index + oltp_update_non_index, 4 tables of 100 rows, 16 threads",
-		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"},
-		Prepare: prepareSysbench("sbtest", 4, 100),
+		Durable: true, PrimaryConf: groupCommitWait,
+		Prepared: hotRows.name(), Prepare: hotRows.prepare,
 		Run: func(ctx context.Context, p *primary, scale float64) error {
 			return parallel(
-				func() error {
-					return p.sysbench(ctx, "oltp_update_index", "sbtest", 4, 100, 8, scaled(4000, scale))
-				},
-				func() error {
-					return p.sysbench(ctx, "oltp_update_non_index", "sbtest", 4, 100, 8, scaled(4000, scale))
-				},
+				func() error { return p.sysbench(ctx, hotRows.run("oltp_update_index", 8, scaled(4000, scale))) },
+				func() error { return p.sysbench(ctx, hotRows.run("oltp_update_non_index", 8, scaled(4000, scale))) },
 			)
 		},
 	},
 	{
 		ID: "W4", Short: "4 databases, 4 clients", Title: "four databases, one sysbench client of 4 threads each, at once",
-		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"db1", "db2", "db3", "db4"},
+		Durable: true, PrimaryConf: groupCommitWait,
+		Prepared: "db1-db4-2x10000",
 		Prepare: func(ctx context.Context, p *primary) error {
-			for _, db := range []string{"db1", "db2", "db3", "db4"} {
-				if err := prepareSysbench(db, 2, 10000)(ctx, p); err != nil {
+			for _, t := range fourDatabases {
+				if err := t.prepare(ctx, p); err != nil {
 					return err
 				}
 			}
@@ -98,9 +125,9 @@ var workloads = []*workload{
 		},
 		Run: func(ctx context.Context, p *primary, scale float64) error {
 			var clients []func() error
-			for _, db := range []string{"db1", "db2", "db3", "db4"} {
+			for _, t := range fourDatabases {
 				clients = append(clients, func() error {
-					return p.sysbench(ctx, "oltp_write_only", db, 2, 10000, 4, scaled(1500, scale))
+					return p.sysbench(ctx, t.run("oltp_write_only", 4, scaled(1500, scale)))
 				})
 			}
 			return parallel(clients...)
@@ -108,29 +135,79 @@ var workloads = []*workload{
 	},
 	{
 		ID: "W5", Short: "large transactions among small", Title: "large transactions: INSERT ... SELECT / DELETE of 10 000 rows every 600 among W1's",
-		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"}, SideKind: "bulk changes",
+		Durable: true, PrimaryConf: groupCommitWait, SideKind: "bulk changes",
+		Prepared: sbtest4.name() + "-bulk",
 		Prepare: func(ctx context.Context, p *primary) error {
-			if err := prepareSysbench("sbtest", 4, 10000)(ctx, p); err != nil {
+			if err := sbtest4.prepare(ctx, p); err != nil {
 				return err
 			}
 			return p.srv.Exec(ctx, "CREATE TABLE sbtest.bulk LIKE sbtest.sbtest1")
 		},
 		Run: func(ctx context.Context, p *primary, scale float64) error {
 			return p.withSideJob(ctx, uint64(scaled(600, scale)), bulkChange, func() error {
-				return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(5000, scale))
+				return p.sysbench(ctx, sbtest4.run("oltp_write_only", 16, scaled(5000, scale)))
 			})
 		},
 	},
 	{
 		ID: "W6", Short: "W1 with DDL", Title: "W1 with a DDL (ADD COLUMN or CREATE INDEX) every 2000 transactions",
-		Durable: true, PrimaryConf: groupCommitWait, Databases: []string{"sbtest"}, SideKind: "DDL statements",
-		Prepare: prepareSysbench("sbtest", 4, 10000),
+		Durable: true, PrimaryConf: groupCommitWait, SideKind: "DDL statements",
+		Prepared: sbtest4.name(), Prepare: sbtest4.prepare,
 		Run: func(ctx context.Context, p *primary, scale float64) error {
 			return p.withSideJob(ctx, uint64(scaled(2000, scale)), schemaChange, func() error {
-				return p.sysbench(ctx, "oltp_write_only", "sbtest", 4, 10000, 16, scaled(6000, scale))
+				return p.sysbench(ctx, sbtest4.run("oltp_write_only", 16, scaled(6000, scale)))
 			})
 		},
 	},
+	{
+		ID: "W7", Short: "IO-bound, 16 MB buffer pool", Title: "IO-bound: oltp_write_only, uniform keys, 8 tables of 250 000 rows, target buffer pool 16 MB, O_DIRECT",
+		Durable: true, PrimaryConf: append([]string{"innodb_buffer_pool_size=1G"}, groupCommitWait...),
+		TargetConf: ioBoundTarget("16M"),
+		Prepared:   sbtest8Large.name(), Prepare: sbtest8Large.prepare,
+		Run: func(ctx context.Context, p *primary, scale float64) error {
+			return p.sysbench(ctx, sbtest8Large.run("oltp_write_only", 16, scaled(12000, scale)).uniform())
+		},
+		Contenders: focusedContenders,
+	},
+	{
+		ID: "W7B", Short: "IO-bound, 128 MB buffer pool", Title: "W7 with a 128 MB target buffer pool (a quarter of the data)",
+		Durable: true, PrimaryConf: append([]string{"innodb_buffer_pool_size=1G"}, groupCommitWait...),
+		TargetConf: ioBoundTarget("128M"),
+		Prepared:   sbtest8Large.name(), Prepare: sbtest8Large.prepare,
+		Run: func(ctx context.Context, p *primary, scale float64) error {
+			return p.sysbench(ctx, sbtest8Large.run("oltp_write_only", 16, scaled(14000, scale)).uniform())
+		},
+		Contenders: parallelContenders,
+	},
+	{
+		ID: "W8", Short: "uniform keys, CPU-bound", Title: "W1 with uniform keys (--rand-type=uniform): no hot rows, the data in the buffer pool",
+		Durable: true, PrimaryConf: groupCommitWait,
+		Prepared: sbtest4.name(), Prepare: sbtest4.prepare,
+		Run: func(ctx context.Context, p *primary, scale float64) error {
+			return p.sysbench(ctx, sbtest4.run("oltp_write_only", 16, scaled(120000, scale)).uniform())
+		},
+		Contenders: parallelContenders,
+	},
+	{
+		ID: "W9", Short: "remote target, 1 ms round trip", Title: "W8 with gapless reaching its target over a link of 1 ms round trip (MariaDB's replica stays local)",
+		Durable: true, PrimaryConf: groupCommitWait,
+		Prepared: sbtest4.name(), Prepare: sbtest4.prepare,
+		Run: func(ctx context.Context, p *primary, scale float64) error {
+			return p.sysbench(ctx, sbtest4.run("oltp_write_only", 16, scaled(120000, scale)).uniform())
+		},
+		// MariaDB's parallel modes (local: its replica runs in the target)
+		// and gapless 8 local are the references for gapless over the link.
+		Contenders: []string{"mariadb-conservative", "mariadb-optimistic", "gapless-writeset-N", "gapless-writeset-N/remote", "gapless-writeset-1/remote"},
+	},
+}
+
+// hotRows is W3's tables: 4 of 100 rows.
+var hotRows = sysbenchTables{DB: "sbtest", Tables: 4, TableSize: 100}
+
+// fourDatabases is W4's tables: 2 of 10 000 rows in each of 4 databases.
+var fourDatabases = []sysbenchTables{
+	{DB: "db1", Tables: 2, TableSize: 10000}, {DB: "db2", Tables: 2, TableSize: 10000},
+	{DB: "db3", Tables: 2, TableSize: 10000}, {DB: "db4", Tables: 2, TableSize: 10000},
 }
 
 func scaled(n int, scale float64) int { return max(1, int(float64(n)*scale)) }
@@ -164,18 +241,26 @@ type primary struct {
 type recording struct {
 	Workload        *workload
 	Primary         *sandbox.Server
-	TemplateDatadir string // a stopped target's datadir holding the prepared tables
+	TemplateDatadir string // a stopped server's datadir holding the prepared tables (prepared.go)
 	Start, End      string // @@gtid_binlog_pos before and after the workload
 	Transactions    int64
 	PrimarySeconds  float64
-	SideStatements  int // bulk changes or DDL run beside sysbench
+	SideStatements  int     // bulk changes or DDL run beside sysbench
+	Scale           float64 // the workload's transaction counts were multiplied by
 	BinlogFiles     []string
 	BinlogBytes     int64 // written by the workload
 }
 
-// record starts the workload's primary, prepares its tables, copies them
-// into a template target, runs the workload and notes the positions.
-func record(ctx context.Context, fl *fleet, w *workload, dir string, scale float64, durableTargets bool) (*recording, error) {
+// record starts the workload's primary on a copy of its prepared tables'
+// snapshot, runs the workload and notes the positions.
+func record(ctx context.Context, fl *fleet, pt *preparedTables, w *workload, dir string, scale float64) (*recording, error) {
+	snap, err := pt.get(ctx, fl, w)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", w.ID, err)
+	}
+	if err := snap.copyPrimary(ctx, dir); err != nil {
+		return nil, fmt.Errorf("%s: %w", w.ID, err)
+	}
 	srv, err := fl.start(ctx, sandbox.ServerConfig{Name: "primary", Dir: dir, Binlog: true, Durable: w.Durable, Extra: w.PrimaryConf})
 	if err != nil {
 		return nil, err
@@ -192,17 +277,10 @@ func record(ctx context.Context, fl *fleet, w *workload, dir string, scale float
 	defer logFile.Close()
 	p := &primary{srv: srv, db: db, log: logFile}
 
-	if err := w.Prepare(ctx, p); err != nil {
-		return nil, fmt.Errorf("%s: preparing tables: %w", w.ID, err)
-	}
-	rec := &recording{Workload: w, Primary: srv}
+	rec := &recording{Workload: w, Primary: srv, TemplateDatadir: snap.TemplateDatadir(), Scale: scale}
 	if rec.Start, err = queryString(ctx, db, "SELECT @@gtid_binlog_pos"); err != nil {
 		return nil, fmt.Errorf("%s primary: %w", w.ID, err)
 	}
-	if rec.TemplateDatadir, err = makeTemplate(ctx, fl, srv, w.Databases, filepath.Join(dir, "template"), durableTargets); err != nil {
-		return nil, fmt.Errorf("%s: %w", w.ID, err)
-	}
-
 	_, bytesBefore, err := binlogFiles(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("%s primary: %w", w.ID, err)
@@ -228,24 +306,6 @@ func record(ctx context.Context, fl *fleet, w *workload, dir string, scale float
 	}
 	rec.BinlogBytes = bytesAfter - bytesBefore
 	return rec, nil
-}
-
-// makeTemplate loads the prepared tables into a fresh target without
-// binlogging them, stops it cleanly and returns its datadir, which each run
-// copies: every contender starts from the same bytes.
-func makeTemplate(ctx context.Context, fl *fleet, src *sandbox.Server, databases []string, dir string, durable bool) (string, error) {
-	tpl, err := fl.start(ctx, targetConfig(dir, durable, true))
-	if err != nil {
-		return "", fmt.Errorf("template target: %w", err)
-	}
-	if err := copyTables(ctx, src, tpl, databases); err != nil {
-		_ = fl.kill(tpl)
-		return "", fmt.Errorf("template target: %w", err)
-	}
-	if err := fl.stop(tpl); err != nil {
-		return "", fmt.Errorf("template target: %w", err)
-	}
-	return tpl.DataDir, nil
 }
 
 // transactionsBetween counts the GTIDs after start up to end, per domain.
@@ -298,28 +358,54 @@ func binlogFiles(ctx context.Context, db *sql.DB) ([]string, int64, error) {
 	return files, total, rows.Err()
 }
 
-func prepareSysbench(db string, tables, tableSize int) func(context.Context, *primary) error {
-	return func(ctx context.Context, p *primary) error {
-		if err := p.srv.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+db); err != nil {
-			return err
-		}
-		return p.sysbenchCmd(ctx, "prepare", "oltp_write_only", db, tables, tableSize, 0, 0)
+// sysbenchTables are the tables of a sysbench database.
+type sysbenchTables struct {
+	DB                string
+	Tables, TableSize int
+}
+
+func (t sysbenchTables) name() string { return fmt.Sprintf("%s-%dx%d", t.DB, t.Tables, t.TableSize) }
+
+// prepare creates the database and fills its tables, two at a time.
+func (t sysbenchTables) prepare(ctx context.Context, p *primary) error {
+	if err := p.srv.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+t.DB); err != nil {
+		return err
 	}
+	return p.sysbenchCmd(ctx, "prepare", sysbenchRun{sysbenchTables: t, Script: "oltp_write_only", Threads: min(2, t.Tables)})
 }
 
-// sysbench runs a fixed number of transactions of script with threads clients.
-func (p *primary) sysbench(ctx context.Context, script, db string, tables, tableSize, threads, events int) error {
-	return p.sysbenchCmd(ctx, "run", script, db, tables, tableSize, threads, events)
+// run is script run on the tables: events transactions by threads clients.
+func (t sysbenchTables) run(script string, threads, events int) sysbenchRun {
+	return sysbenchRun{sysbenchTables: t, Script: script, Threads: threads, Events: events}
 }
 
-func (p *primary) sysbenchCmd(ctx context.Context, command, script, db string, tables, tableSize, threads, events int) error {
-	args := []string{script,
+// sysbenchRun is one sysbench client's share of a workload.
+type sysbenchRun struct {
+	sysbenchTables
+	Script          string
+	Threads, Events int
+	Uniform         bool // --rand-type=uniform: every row as likely, no hot rows
+}
+
+func (r sysbenchRun) uniform() sysbenchRun { r.Uniform = true; return r }
+
+// sysbench runs a fixed number of transactions.
+func (p *primary) sysbench(ctx context.Context, r sysbenchRun) error {
+	return p.sysbenchCmd(ctx, "run", r)
+}
+
+func (p *primary) sysbenchCmd(ctx context.Context, command string, r sysbenchRun) error {
+	args := []string{r.Script,
 		"--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-port=" + strconv.Itoa(p.srv.Port),
 		"--mysql-user=" + sandbox.ApplierUser, "--mysql-password=" + sandbox.ApplierPassword,
-		"--mysql-db=" + db, "--tables=" + strconv.Itoa(tables), "--table-size=" + strconv.Itoa(tableSize),
+		"--mysql-db=" + r.DB, "--tables=" + strconv.Itoa(r.Tables), "--table-size=" + strconv.Itoa(r.TableSize),
+		"--threads=" + strconv.Itoa(max(1, r.Threads)),
 	}
 	if command == "run" {
-		args = append(args, "--threads="+strconv.Itoa(threads), "--events="+strconv.Itoa(events), "--time=0")
+		args = append(args, "--events="+strconv.Itoa(r.Events), "--time=0")
+	}
+	if r.Uniform {
+		args = append(args, "--rand-type=uniform")
 	}
 	args = append(args, command)
 	var out strings.Builder
@@ -328,7 +414,7 @@ func (p *primary) sysbenchCmd(ctx context.Context, command, script, db string, t
 	err := cmd.Run()
 	fmt.Fprintf(p.log, "$ sysbench %s\n%s\n", strings.Join(args, " "), out.String())
 	if err != nil {
-		return fmt.Errorf("sysbench %s %s on %s: %w: %s", script, command, db, err, lastLines(out.String(), 5))
+		return fmt.Errorf("sysbench %s %s on %s: %w: %s", r.Script, command, r.DB, err, lastLines(out.String(), 5))
 	}
 	return nil
 }

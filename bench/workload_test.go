@@ -1,0 +1,107 @@
+// Tests of the workload table and the prepared tables' copies, without servers.
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestEveryWorkloadsContendersParse(t *testing.T) {
+	ids := map[string]bool{}
+	for _, w := range workloads {
+		if ids[w.ID] || w.Prepared == "" || w.Prepare == nil || w.Run == nil {
+			t.Errorf("%s: duplicate, or no prepared tables' name, Prepare or Run", w.ID)
+		}
+		ids[w.ID] = true
+		for _, fast := range []bool{false, true} {
+			for _, id := range defaultContenders(w, fast) {
+				if _, err := parseContender(id, 8, !fast); err != nil {
+					t.Errorf("%s: %v", w.ID, err)
+				}
+			}
+		}
+	}
+	w9 := defaultContenders(workloadByID(t, "W9"), false)
+	if !slices.Contains(w9, "gapless-writeset-N") || !slices.Contains(w9, "gapless-writeset-N/remote") {
+		t.Errorf("W9 runs %v: want gapless 8 both local and over the link", w9)
+	}
+	if w1 := defaultContenders(workloadByID(t, "W1"), false); !slices.Contains(w1, "gapless-writeset-N/fast-nobinlog") {
+		t.Errorf("W1 runs %v: want the focused contenders on non-durable targets with the binlog off too", w1)
+	}
+	if w1 := defaultContenders(workloadByID(t, "W1"), true); !slices.Contains(w1, "mariadb-serial/durable-nobinlog") {
+		t.Errorf("W1 with --fast runs %v: want the focused contenders on durable targets with the binlog off too", w1)
+	}
+}
+
+func TestQuickScalesOnlyW1AndW2(t *testing.T) {
+	o := options{quick: true, scale: 0.5}
+	for id, want := range map[string]float64{"W1": 0.5 * quickScale, "W2": 0.5 * quickScale, "W7": 0.5} {
+		if got := o.workloadScale(workloadByID(t, id)); got != want {
+			t.Errorf("--quick --scale 0.5: %s scaled %g, want %g", id, got, want)
+		}
+	}
+	if got := (options{scale: 2}).workloadScale(workloadByID(t, "W1")); got != 2 {
+		t.Errorf("--scale 2: W1 scaled %g, want 2", got)
+	}
+}
+
+func TestTargetConfigCarriesTheWorkloadsSettings(t *testing.T) {
+	cfg := targetConfig(t.TempDir(), workloadByID(t, "W7"), true, false)
+	for _, want := range []string{"innodb_buffer_pool_size=16M", "innodb_flush_method=O_DIRECT", "log_slave_updates=OFF"} {
+		if !slices.Contains(cfg.Extra, want) {
+			t.Errorf("W7's target lacks %s: %v", want, cfg.Extra)
+		}
+	}
+	if slices.Contains(workloadByID(t, "W7").TargetConf, "log_slave_updates=OFF") {
+		t.Error("targetConfig wrote into the workload's own settings")
+	}
+}
+
+func TestCopyPrimaryPointsTheBinlogIndexAtTheCopy(t *testing.T) {
+	snap := snapshot{Home: filepath.Join(t.TempDir(), "snap", "primary")}
+	binlog := filepath.Join(snap.Home, "binlog")
+	if err := os.MkdirAll(filepath.Join(snap.Home, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(binlog, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	index := filepath.Join(binlog, "mariadb-bin.000002") + "\n"
+	for name, content := range map[string]string{"binlog/mariadb-bin.index": index, "binlog/mariadb-bin.000002": "events", "my.cnf": "port=1", "data/ibdata1": "pages"} {
+		if err := os.WriteFile(filepath.Join(snap.Home, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	if err := snap.copyPrimary(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "primary", "binlog", "mariadb-bin.index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "primary", "binlog", "mariadb-bin.000002"); strings.TrimSpace(string(b)) != want {
+		t.Errorf("the copy's binlog index lists %q, want %q", b, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "primary", "my.cnf")); !os.IsNotExist(err) {
+		t.Errorf("the snapshot's my.cnf was copied (its port would be reused): %v", err)
+	}
+	if snap.TemplateDatadir() != filepath.Join(snap.Home, "data") {
+		t.Errorf("template datadir %s", snap.TemplateDatadir())
+	}
+}
+
+func workloadByID(t *testing.T, id string) *workload {
+	t.Helper()
+	for _, w := range workloads {
+		if w.ID == id {
+			return w
+		}
+	}
+	t.Fatalf("no workload %s", id)
+	return nil
+}
