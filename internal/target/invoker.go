@@ -31,21 +31,27 @@ var accountStatements = [][]string{
 }
 
 // asInvoker returns text with the invoker the source logged put where the
-// statement names the session's own account, and for a CREATE ROLE the
-// role's name (the apply user is to administer it too).
-func asInvoker(text string, st *binlog.SessionState) (string, string) {
+// statement names the session's own account (CURRENT_USER) or role
+// (CURRENT_ROLE: the source then logs the role as the invoker, with no
+// host), and for a CREATE ROLE the roles it makes (the apply user is to
+// administer them too).
+func asInvoker(text string, st *binlog.SessionState) (string, []string) {
 	if st == nil || !st.HasInvoker || st.InvokerUser == "" {
-		return text, ""
+		return text, nil
 	}
 	tokens := sqlTokens(text)
 	if !startsWith(tokens, accountStatements) {
-		return text, ""
+		return text, nil
 	}
-	role := ""
+	isRole := st.InvokerHost == ""
+	var roles []string
 	if startsWith(tokens, createRole) {
-		role = roleName(text, tokens)
+		roles = roleNames(text, tokens)
 	}
 	account := quoteString(st.InvokerUser) + "@" + quoteString(st.InvokerHost)
+	if isRole {
+		account = quoteString(st.InvokerUser)
+	}
 	var b strings.Builder
 	last := 0
 	admin := false
@@ -54,7 +60,7 @@ func asInvoker(text string, st *binlog.SessionState) (string, string) {
 		if word == "ADMIN" && i > 0 && strings.EqualFold(tokens[i-1].text, "WITH") {
 			admin = true
 		}
-		if word != "CURRENT_USER" {
+		if word != "CURRENT_USER" && word != "CURRENT_ROLE" || (word == "CURRENT_ROLE") != isRole {
 			continue
 		}
 		end := t.end
@@ -67,16 +73,16 @@ func asInvoker(text string, st *binlog.SessionState) (string, string) {
 	}
 	b.WriteString(text[last:])
 	out := b.String()
-	if !admin && role != "" {
+	if !admin && len(roles) > 0 && !isRole {
 		out = strings.TrimRight(out, " \t\r\n;") + " WITH ADMIN " + account
 	}
-	return out, role
+	return out, roles
 }
 
 var createRole = [][]string{{"CREATE", "ROLE"}, {"CREATE", "OR", "REPLACE", "ROLE"}}
 
-// roleName reads the role a CREATE ROLE statement names, or "".
-func roleName(text string, tokens []sqlToken) string {
+// roleNames reads the roles a CREATE ROLE statement names.
+func roleNames(text string, tokens []sqlToken) []string {
 	i := 2
 	if strings.EqualFold(tokens[1].text, "OR") {
 		i = 4
@@ -84,10 +90,18 @@ func roleName(text string, tokens []sqlToken) string {
 	if i+2 < len(tokens) && strings.EqualFold(tokens[i].text, "IF") && strings.EqualFold(tokens[i+1].text, "NOT") {
 		i += 3
 	}
-	if i >= len(tokens) {
-		return ""
+	var roles []string
+	for ; i < len(tokens); i += 2 {
+		roles = append(roles, tokenName(text, tokens[i]))
+		if i+1 >= len(tokens) || tokens[i+1].text != "," {
+			break
+		}
 	}
-	t := tokens[i]
+	return roles
+}
+
+// tokenName is the name a word or a quoted token stands for.
+func tokenName(text string, t sqlToken) string {
 	raw := text[t.start:t.end]
 	if t.text != "''" {
 		return raw
@@ -105,18 +119,18 @@ func roleName(text string, tokens []sqlToken) string {
 }
 
 // adminOf gives the apply user (CURRENT_USER(), read when the session was
-// prepared) the admin option on role, outside the binlog.
-func (s *Session) adminOf(role string) ([]string, error) {
+// prepared) the admin option on roles, outside the binlog.
+func (s *Session) adminOf(roles []string) ([]string, error) {
 	at := strings.LastIndexByte(s.applier, '@')
 	if at < 0 {
 		return nil, fmt.Errorf("cannot tell the apply user's account from CURRENT_USER() %q", s.applier)
 	}
-	stmts := []string{
-		"SET @@session.sql_log_bin=0",
-		fmt.Sprintf("INSERT IGNORE INTO mysql.roles_mapping (Host, User, Role, Admin_option) VALUES (%s, %s, %s, 'Y')",
-			quoteString(s.applier[at+1:]), quoteString(s.applier[:at]), quoteString(role)),
-		"FLUSH PRIVILEGES",
+	stmts := []string{"SET @@session.sql_log_bin=0"}
+	for _, role := range roles {
+		stmts = append(stmts, fmt.Sprintf("INSERT IGNORE INTO mysql.roles_mapping (Host, User, Role, Admin_option) VALUES (%s, %s, %s, 'Y')",
+			quoteString(s.applier[at+1:]), quoteString(s.applier[:at]), quoteString(role)))
 	}
+	stmts = append(stmts, "FLUSH PRIVILEGES")
 	if s.opts.WriteBinlog {
 		stmts = append(stmts, "SET @@session.sql_log_bin=1")
 	}

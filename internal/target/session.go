@@ -637,7 +637,7 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 			if statements++; statements == s.lastApart {
 				body = append(body, gtidStatements(txn.MariaDB)...)
 			}
-			text, role := asInvoker(text, &state)
+			text, roles := asInvoker(text, &state)
 			stmt := expecting(e.ErrorCode, sourceStatement(text, txn.Has(binlog.FlagDDL) && e.ErrorCode == 0))
 			if completesXA(txn) {
 				// A branch that changed nothing on the target was not kept
@@ -647,8 +647,8 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 				stmt = tolerating(errXARollback, stmt)
 			}
 			body = append(body, stmt)
-			if role != "" && e.ErrorCode == 0 {
-				admin, err := s.adminOf(role)
+			if len(roles) > 0 && e.ErrorCode == 0 {
+				admin, err := s.adminOf(roles)
 				if err != nil {
 					return nil, false, fmt.Errorf("%s: %w", txn, err)
 				}
