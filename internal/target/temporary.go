@@ -57,7 +57,7 @@ func (s *Session) holdsTemporary() bool {
 // noteTemporary marks the session once it runs a statement that creates a
 // temporary table.
 func (s *Session) noteTemporary(text string) {
-	if !s.temporary && createsTemporary.MatchString(text) {
+	if !s.temporary && len(text) > 6 && strings.EqualFold(text[:6], "CREATE") && createsTemporary.MatchString(text) {
 		s.temporary = true
 	}
 }
