@@ -242,6 +242,11 @@ func completesXA(txn *binlog.Transaction) bool {
 
 // ddlWithRows reports whether txn is a DDL group with row events after its
 // statement (CREATE TABLE ... SELECT logged as rows).
+//
+// Only a CREATE TABLE that is not temporary counts: a group the source
+// flags DDL for a temporary table made inside it (an XA transaction that
+// creates one, then writes rows) is no such statement, and must run where
+// its temporary tables live.
 func ddlWithRows(txn *binlog.Transaction) bool {
 	if !txn.Has(binlog.FlagDDL) {
 		return false
@@ -251,6 +256,9 @@ func ddlWithRows(txn *binlog.Transaction) bool {
 		switch e := ev.Data.(type) {
 		case *replication.QueryEvent:
 			if text := strings.TrimSpace(string(e.Query)); !strings.EqualFold(text, "BEGIN") && !strings.EqualFold(text, "COMMIT") {
+				if !statement && (!startsWithWord(text, "CREATE") || createsTemporary.MatchString(text)) {
+					return false
+				}
 				statement = true
 			}
 		case *replication.TableMapEvent:
