@@ -1,6 +1,6 @@
 // shape.go reads a statement's text as MariaDB's lexer does, far enough to
 // tell its literals from the rest, and writes its shape: the text with every
-// string and number literal replaced by an empty one ('' and 0), comments
+// string literal replaced by an empty string and every number by 0, comments
 // dropped. Statements of one shape differ only in the values of their
 // literals, so they name the same tables, call the same functions and read
 // the same variables: the analysis of one holds for all (the cache key).
