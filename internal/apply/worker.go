@@ -369,7 +369,7 @@ func (w *worker) committed(j *job) {
 // (Statements may read what an earlier transaction has not committed yet.)
 func rowTransactions(txns []*binlog.Transaction) bool {
 	for _, txn := range txns {
-		if !target.Batchable(txn) || target.NeedsStatementSession(txn) {
+		if !target.Batchable(txn) || target.HasStatements(txn) {
 			return false
 		}
 	}

@@ -93,7 +93,7 @@ func NewAnalyzer() *Analyzer {
 // (its status variables'); utf8 says its text is in utf8mb3 or utf8mb4.
 // The result is shared: callers must not change it.
 func (a *Analyzer) DML(text string, sqlMode uint64, utf8 bool) (*DML, bool) {
-	if sqlMode&modeDialects != 0 || !startsWithDMLWord(text) {
+	if sqlMode&modeDialects != 0 || !IsDML(text) {
 		return nil, false
 	}
 	lx := Lexing{ANSIQuotes: sqlMode&modeANSIQuotes != 0, NoBackslashEscapes: sqlMode&modeNoBackslashEscapes != 0, UTF8: utf8}
@@ -115,17 +115,33 @@ func (a *Analyzer) DML(text string, sqlMode uint64, utf8 bool) (*DML, bool) {
 	return d, d != nil
 }
 
-// startsWithDMLWord is a cheap first look: most statements that are not DML
-// (DDL, SET, XA) are known by their first word without parsing.
-func startsWithDMLWord(text string) bool {
-	text = strings.TrimLeft(text, " \t\r\n(")
-	for _, w := range []string{"INSERT", "REPLACE", "UPDATE", "DELETE"} {
-		if len(text) >= len(w) && strings.EqualFold(text[:len(w)], w) {
-			return true
+// IsDML is a cheap first look: whether text starts, past blanks and plain
+// comments, with INSERT, REPLACE, UPDATE or DELETE. Statements that do not
+// (DDL, SET, XA, one behind an executable comment) are known without parsing.
+func IsDML(text string) bool {
+	for {
+		text = strings.TrimLeft(text, " \t\r\n")
+		switch {
+		case strings.HasPrefix(text, "/*!") || strings.HasPrefix(text, "/*M!"):
+			return false
+		case strings.HasPrefix(text, "/*"):
+			end := strings.Index(text, "*/")
+			if end < 0 {
+				return false
+			}
+			text = text[end+2:]
+			continue
+		case strings.HasPrefix(text, "#") || strings.HasPrefix(text, "-- "):
+			text = text[lineEnd(text, 0):]
+			continue
 		}
+		for _, w := range []string{"INSERT", "REPLACE", "UPDATE", "DELETE"} {
+			if len(text) > len(w) && strings.EqualFold(text[:len(w)], w) && !isWordByte(text[len(w)]) {
+				return true
+			}
+		}
+		return false
 	}
-	// A comment first: let the parse decide.
-	return strings.HasPrefix(text, "/*") || strings.HasPrefix(text, "#") || strings.HasPrefix(text, "--")
 }
 
 // parse reads one shape; nil when it is not plain DML that can be read.
