@@ -71,7 +71,7 @@ func TestStatementTransactionsInBatches(t *testing.T) {
 // TestStatementTransactionsRunInParallel replays a MIXED primary's
 // statements, written by many clients at once, with 8 workers: plain DML on
 // tables the statements name leaves the statement session, while what must
-// not stays on it (a temporary table that shadows a real table's name, a
+// not stays on it (a temporary table that shadows a real table's name, a view, a
 // table with a trigger), and every table ends equal. Statement transactions
 // must have run on more than one worker.
 func TestStatementTransactionsRunInParallel(t *testing.T) {
@@ -98,6 +98,8 @@ func TestStatementTransactionsRunInParallel(t *testing.T) {
 			fmt.Sprintf("CREATE TABLE par.t%d (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(64) NOT NULL, KEY (k)) ENGINE=InnoDB", i),
 			fmt.Sprintf("INSERT INTO par.t%d SELECT seq, seq %% 97, CONCAT('row-', seq) FROM par.seq_1_to_300", i))
 	}
+	// A view over par.t2: a statement through it names the view, not t2.
+	setup = append(setup, "CREATE VIEW par.v2 AS SELECT id, k FROM par.t2")
 	mustExec(t, sb.Primary, setup...)
 	relay := filepath.Join(t.TempDir(), "relay")
 	replicateUntilCaughtUp(t, sb, relay)
@@ -129,6 +131,9 @@ func TestStatementTransactionsRunInParallel(t *testing.T) {
 			stmts = []string{
 				fmt.Sprintf("UPDATE %s SET k = k + 1 WHERE id BETWEEN %d AND %d", a, id, id+10),
 				fmt.Sprintf("UPDATE %s x JOIN %s y ON x.id = y.id SET x.k = y.k + 1 WHERE x.id = %d", a, b, id),
+			}
+			if rng.Intn(2) == 0 {
+				stmts = append(stmts, fmt.Sprintf("UPDATE par.v2 SET k = k * 2 WHERE id = %d", id))
 			}
 		case 5:
 			// INSERT ... SELECT across tables

@@ -4,7 +4,7 @@ package statement
 // still run on any apply session: each depends only on its arguments and on
 // the session state the statement's events carry (timestamp, time zone,
 // RAND seeds, INSERT_ID and LAST_INSERT_ID, pseudo_thread_id, the default
-// database). Any other name may be a stored function, which can write other
+// database as USE sets it). Any other name may be a stored function, which can write other
 // tables, or read state of one session (FOUND_ROWS, ROW_COUNT, GET_LOCK);
 // MariaDB logs the unsafe ones as rows under MIXED anyway. Lower case, as
 // the parser gives names.
@@ -36,7 +36,9 @@ func init() {
 		"period_add", "period_diff", "to_days", "from_days", "to_seconds", "sec_to_time", "time_to_sec",
 		"last_day", "convert_tz", "extract", "get_format",
 		// session values the events carry
-		"last_insert_id", "connection_id", "database", "schema",
+		// (not DATABASE(): an event flagged to suppress its USE would read
+		// whatever default database the apply session has)
+		"last_insert_id", "connection_id",
 		// network
 		"inet_aton", "inet_ntoa", "inet6_aton", "inet6_ntoa", "is_ipv4", "is_ipv6",
 		// JSON

@@ -12,8 +12,9 @@
 // A group of statements the decoder could read (binlog.FlagKnownStatements)
 // may leave the statement session only when every table it names is, on
 // the target, a base table (not a view, not a sequence) in a transactional
-// engine, with no triggers (a trigger writes tables the statement does not
-// name), spelt as the target spells it. Everything here is read again after
+// engine, with no triggers and no column defaulting to a sequence's next
+// value (either writes tables the statement does not name), spelt as the
+// target spells it. Everything here is read again after
 // a DDL, which runs alone.
 package target
 
@@ -163,6 +164,21 @@ func (e *Engines) safeForStatements(schema, table string) (bool, error) {
 			return false, fmt.Errorf("read the triggers of %s.%s on the target: %w", schema, table, err)
 		}
 		safe = triggers == 0
+	}
+	if safe {
+		// A column whose default takes a sequence's next value writes the
+		// sequence, which the statement does not name.
+		var sequenceDefaults int
+		err := patiently(func() error {
+			return e.db.QueryRowContext(context.Background(),
+				"SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?"+
+					" AND (LOWER(COLUMN_DEFAULT) LIKE '%nextval%' OR LOWER(COLUMN_DEFAULT) LIKE '%next value%' OR LOWER(COLUMN_DEFAULT) LIKE '%setval%' OR LOWER(COLUMN_DEFAULT) LIKE '%lastval%')",
+				schema, table).Scan(&sequenceDefaults)
+		})
+		if err != nil {
+			return false, fmt.Errorf("read the column defaults of %s.%s on the target: %w", schema, table, err)
+		}
+		safe = sequenceDefaults == 0
 	}
 	e.statementSafe[name] = safe
 	return safe, nil
