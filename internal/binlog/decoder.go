@@ -36,7 +36,7 @@ type Decoder struct {
 	txn     *Transaction
 	last    string // GTID of the last group begun, for errors outside any group
 	// statements reads every group's statements, in binlog order (statements.go).
-	statements *statementReader
+	statements *StatementReader
 
 	// Skip names the groups to pass when they cannot be decoded (the run's
 	// --skip-gtid): such a group comes out Filtered and without events, so
@@ -49,7 +49,7 @@ type Decoder struct {
 // NewDecoder decodes the relay log from its start, skipping every group that
 // applied already contains.
 func NewDecoder(log *RelayLog, applied Applied) *Decoder {
-	return &Decoder{reader: log.NewReader(), applied: applied, statements: newStatementReader()}
+	return &Decoder{reader: log.NewReader(), applied: applied, statements: NewStatementReader()}
 }
 
 // Close releases the relay log reader.
@@ -184,7 +184,7 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Trans
 		d.skipping = nil
 	}
 	// Read before the applied ones are passed: they may create temporary tables.
-	d.statements.read(txn)
+	d.statements.Read(txn)
 	if txn.Flavor == FlavorMariaDB && d.applied.Contains(txn.MariaDB) {
 		return nil, nil
 	}

@@ -17,19 +17,20 @@ import (
 	"gapless/internal/statement"
 )
 
-// statementReader is the decoder's reading of statements.
-type statementReader struct {
+// StatementReader reads the statements of groups given to it in binlog
+// order: the decoder's, and analyze's, which builds Transactions itself.
+type StatementReader struct {
 	analyzer  *statement.Analyzer
 	temporary *statement.Temporary
 }
 
-func newStatementReader() *statementReader {
-	return &statementReader{analyzer: statement.NewAnalyzer(), temporary: statement.NewTemporary()}
+func NewStatementReader() *StatementReader {
+	return &StatementReader{analyzer: statement.NewAnalyzer(), temporary: statement.NewTemporary()}
 }
 
-// read follows the temporary tables txn creates and drops, and sets
+// Read follows the temporary tables txn creates and drops, and sets
 // FlagKnownStatements and the tables its statements name when it may.
-func (r *statementReader) read(txn *Transaction) {
+func (r *StatementReader) Read(txn *Transaction) {
 	if txn.Flavor != FlavorMariaDB {
 		return
 	}
@@ -101,7 +102,7 @@ func (r *statementReader) read(txn *Transaction) {
 
 // read1 reads one DML statement: the tables it names, with the default
 // database filled in, when it may run on any apply session.
-func (r *statementReader) read1(e *replication.QueryEvent, text string, state SessionState, variables map[string]bool) ([]statement.Name, bool) {
+func (r *StatementReader) read1(e *replication.QueryEvent, text string, state SessionState, variables map[string]bool) ([]statement.Name, bool) {
 	if e.ErrorCode != 0 || !state.HasCharset {
 		return nil, false // a statement logged with an error must fail as it did: it stays on the statement session
 	}

@@ -17,7 +17,7 @@ func (e *encoder) nullUserVar(name string) []byte {
 
 // statementGroup decodes one transactional, parallel group of the given
 // events (BEGIN and XID around them) with r.
-func statementGroup(t *testing.T, r *statementReader, e *encoder, flags byte, events ...[]byte) *Transaction {
+func statementGroup(t *testing.T, r *StatementReader, e *encoder, flags byte, events ...[]byte) *Transaction {
 	t.Helper()
 	raw := append([][]byte{e.format(), e.mariaGTID(1, 0, flags, 0), e.query("db", "BEGIN")}, events...)
 	raw = append(raw, e.xid(9))
@@ -26,7 +26,7 @@ func statementGroup(t *testing.T, r *statementReader, e *encoder, flags byte, ev
 	for _, ev := range parsed[2:] {
 		txn.add(ev, nil)
 	}
-	r.read(txn)
+	r.Read(txn)
 	return txn
 }
 
@@ -69,7 +69,7 @@ func TestStatementReaderKnowsPlainDML(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEncoder()
-			txn := statementGroup(t, newStatementReader(), e, c.flags, c.events(e)...)
+			txn := statementGroup(t, NewStatementReader(), e, c.flags, c.events(e)...)
 			if got := txn.Has(FlagKnownStatements); got != (c.tables != nil) {
 				t.Fatalf("known %v, want %v", got, c.tables != nil)
 			}
@@ -84,7 +84,7 @@ func TestStatementReaderKnowsPlainDML(t *testing.T) {
 // groups that name it, of any session, unknown until it is dropped.
 func TestStatementReaderFollowsTemporaryTables(t *testing.T) {
 	const parallel = gtidTransactional | gtidAllowParallel
-	r := newStatementReader()
+	r := NewStatementReader()
 	e := newEncoder()
 	update := func() bool {
 		return statementGroup(t, r, e, parallel, e.query("db", "UPDATE t SET a = 1")).Has(FlagKnownStatements)
