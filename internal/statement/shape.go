@@ -104,10 +104,11 @@ func shape(text string, lx Lexing) (out string, ok bool) {
 			}
 			word := text[i:j]
 			// A run of digits alone is a number (a name may start with a
-			// digit, but never be digits only), unless a letter or a dot
-			// and digits follow in a way that makes it part of a name:
-			// "1e5", "0x1F" and "12abc" are kept as they are.
-			if allDigits(word) {
+			// digit, but never be digits only): "1e5", "0x1F" and "12abc"
+			// are kept as they are, and so is a run next to a dot, which
+			// a parser may read as a qualified name (00.t).
+			nextToDot := i > 0 && text[i-1] == '.' || j < n && text[j] == '.'
+			if allDigits(word) && !nextToDot {
 				b.WriteByte('0')
 			} else {
 				if !lx.UTF8 && !isASCII(word) {

@@ -145,7 +145,15 @@ func IsDML(text string) bool {
 }
 
 // parse reads one shape; nil when it is not plain DML that can be read.
-func (a *Analyzer) parse(sh string, mode uint64) *DML {
+func (a *Analyzer) parse(sh string, mode uint64) (d *DML) {
+	defer func() {
+		// The parser's literal driver panics on some values (a decimal
+		// beyond its precision): refused, and a new parser for the next.
+		if recover() != nil {
+			d = nil
+			a.parser = parser.New()
+		}
+	}()
 	a.parser.SetSQLMode(mysql.SQLMode(mode))
 	nodes, _, err := a.parser.ParseSQL(sh)
 	if err != nil || len(nodes) != 1 {
