@@ -106,6 +106,9 @@ func (r *StatementReader) read1(e *replication.QueryEvent, text string, state Se
 	if e.ErrorCode != 0 || !state.HasCharset {
 		return nil, false // a statement logged with an error must fail as it did: it stays on the statement session
 	}
+	if len(UnsafeKinds(text)) > 0 {
+		return nil, false // unsafe for statement-based replication: applied as MariaDB's replica would, alone
+	}
 	charset, _, ok := CollationByID(uint32(state.CharsetClient))
 	if !ok || !lexableCharset(charset) {
 		return nil, false

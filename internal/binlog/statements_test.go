@@ -51,6 +51,9 @@ func TestStatementReaderKnowsPlainDML(t *testing.T) {
 		{"one statement not plain DML", parallel, func(e *encoder) [][]byte {
 			return [][]byte{e.query("db", "UPDATE t SET a = 1"), e.query("db", "SAVEPOINT a")}
 		}, nil},
+		{"unsafe: LIMIT without ORDER BY", parallel, func(e *encoder) [][]byte {
+			return [][]byte{e.query("db", "UPDATE t SET a = 1 LIMIT 1")}
+		}, nil},
 		{"a stored function", parallel, func(e *encoder) [][]byte {
 			return [][]byte{e.query("db", "UPDATE t SET a = f()")}
 		}, nil},
