@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -330,6 +331,14 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	}
 	if f.verbose && res.Batches > 0 {
 		fmt.Printf("%d target transactions, %.1f source transactions each\n", res.Batches, float64(res.Applied)/float64(res.Batches))
+	}
+	if f.verbose && len(res.Statements) > 0 {
+		slots := slices.Sorted(maps.Keys(res.Statements))
+		var per []string
+		for _, slot := range slots {
+			per = append(per, fmt.Sprintf("%d:%d", slot, res.Statements[slot]))
+		}
+		fmt.Printf("statement transactions per worker (0: the statement session): %s\n", strings.Join(per, " "))
 	}
 	return nil
 }

@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"gapless/internal/binlog"
 )
 
 // DefaultWorkers are the worker counts simulated.
@@ -156,13 +158,15 @@ type analyzer struct {
 	stats     *statistics
 	runs      []*policyRun
 	gi        int64
+	// statements reads statement groups in binlog order (number).
+	statements *binlog.StatementReader
 }
 
 func newAnalyzer(opts Options) (*analyzer, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	a := &analyzer{opts: opts, keySource: KeysFromTableMap}
+	a := &analyzer{opts: opts, keySource: KeysFromTableMap, statements: binlog.NewStatementReader()}
 	var server *serverCatalog
 	if opts.SchemaFrom != nil {
 		a.keySource, server = KeysFromServer, newServerCatalog(opts.SchemaFrom)
@@ -191,6 +195,11 @@ func (a *analyzer) prepare(t *txnInfo, keys tableKeyCache) {
 
 // number gives the next group index and adds the transaction to the statistics.
 func (a *analyzer) number(t *txnInfo) {
+	// In binlog order, as the applier's decoder reads them: which
+	// statement groups may run beside others (the target's part of that
+	// choice, engines and triggers, is not modelled).
+	a.statements.Read(t.txn)
+	t.barrier = barrierOf(t)
 	a.gi++
 	t.gi = a.gi
 	a.stats.add(t)

@@ -39,7 +39,7 @@ func barrierOf(t *txnInfo) barrierKind {
 	switch {
 	case txn.Has(binlog.FlagDDL):
 		return barrierDDL
-	case t.statement != "":
+	case t.statement != "" && !txn.Has(binlog.FlagKnownStatements):
 		return barrierStatement
 	case txn.Has(binlog.FlagStandalone):
 		return barrierStandalone

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -112,6 +113,9 @@ type Result struct {
 	// (they were executing still; the next run applies them).
 	RolledBack int64
 	Reason     string // "until reached", "stopped"
+	// Statements counts, per worker slot, the transactions of source
+	// statements it committed (slot 0 is the statement session).
+	Statements map[int]int64
 }
 
 // Replica is one run of gapless replicate.
@@ -133,6 +137,9 @@ type Replica struct {
 	batches        atomic.Int64
 	// rolledBack counts the transactions of batches a stop rolled back.
 	rolledBack atomic.Int64
+	// statements counts the statement transactions each worker slot
+	// committed (the coordinator's alone).
+	statements map[int]int64
 	// lastConflict is when the watchdog last broke a lock wait (Unix ns).
 	lastConflict atomic.Int64
 	// obs is what only the status surfaces read (observe.go).
@@ -174,7 +181,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.CommitOrder != Strict && cfg.CommitOrder != Causal {
 		return Result{}, fmt.Errorf("unknown commit order %q: want strict or causal", cfg.CommitOrder)
 	}
-	r := &Replica{cfg: cfg, log: cfg.Logger}
+	r := &Replica{cfg: cfg, log: cfg.Logger, statements: map[int]int64{}}
 	if cfg.Observe != nil {
 		cfg.Observe(r)
 	}
@@ -457,7 +464,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			if received != nil {
 				<-recvErr
 			}
-			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), Reason: reason}, runErr
+			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), Reason: reason, Statements: maps.Clone(r.statements)}, runErr
 		}
 		var in <-chan *binlog.Transaction
 		if !stopping && len(idle) > 0 && barrier == 0 {
@@ -506,6 +513,9 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			case res.err == nil:
 				r.batches.Add(1)
 				for i, member := range res.job.txns {
+					if target.HasStatements(member) {
+						r.statements[res.w.slot]++
+					}
 					budget.give(int64(member.Size))
 					policy.Committed(res.job.gi + int64(i))
 					committed[res.job.gi+int64(i)] = member

@@ -160,9 +160,13 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 	txn := j.lastTxn()
 	// The transaction in flight always finishes; only waits end early.
 	run := context.WithoutCancel(ctx)
-	// Under strict order a job of row transactions starts once its
-	// dependencies have executed: their row locks make it wait in the target
-	// where it meets them. Anything else starts once they have committed: a
+	// Under strict order a job of row transactions, or of statements the
+	// decoder could read, starts once its dependencies have executed: their
+	// row locks make it wait in the target where it meets them (a statement's
+	// reads in DML are locking reads under REPEATABLE READ, so it waits for
+	// their rows and never reads past them; should one of them run again,
+	// the watchdog breaks the wait it meets on the statement's locks).
+	// Anything else starts once they have committed: a
 	// DDL or a write to a non-transactional table is in the target's binlog
 	// as soon as it has executed, so it must not pass an earlier commit; and
 	// under causal order nothing would break a lock wait if a dependency had
@@ -365,8 +369,9 @@ func (w *worker) committed(j *job) {
 }
 
 // rowTransactions reports whether every transaction of a job is one of row
-// events on transactional tables, which holds its changes until COMMIT.
-// (Statements may read what an earlier transaction has not committed yet.)
+// events, or of statements the decoder could read, on transactional
+// tables, which holds its changes until COMMIT. (Other statements may use
+// what no lock guards: a temporary table, a non-transactional table.)
 func rowTransactions(txns []*binlog.Transaction) bool {
 	for _, txn := range txns {
 		if !target.Batchable(txn) || target.NeedsStatementSession(txn) {

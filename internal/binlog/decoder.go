@@ -35,6 +35,8 @@ type Decoder struct {
 	groups  groupTracker
 	txn     *Transaction
 	last    string // GTID of the last group begun, for errors outside any group
+	// statements reads every group's statements, in binlog order (statements.go).
+	statements *StatementReader
 
 	// Skip names the groups to pass when they cannot be decoded (the run's
 	// --skip-gtid): such a group comes out Filtered and without events, so
@@ -47,7 +49,7 @@ type Decoder struct {
 // NewDecoder decodes the relay log from its start, skipping every group that
 // applied already contains.
 func NewDecoder(log *RelayLog, applied Applied) *Decoder {
-	return &Decoder{reader: log.NewReader(), applied: applied}
+	return &Decoder{reader: log.NewReader(), applied: applied, statements: NewStatementReader()}
 }
 
 // Close releases the relay log reader.
@@ -181,6 +183,8 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Trans
 		txn.Events, txn.Filtered, txn.OpaqueRows = nil, true, false
 		d.skipping = nil
 	}
+	// Read before the applied ones are passed: they may create temporary tables.
+	d.statements.Read(txn)
 	if txn.Flavor == FlavorMariaDB && d.applied.Contains(txn.MariaDB) {
 		return nil, nil
 	}

@@ -333,7 +333,8 @@ func TestDecoderRealBinlog(t *testing.T) {
 		{"1-1-1", ddl, nil, 0, 1, replication.QUERY_EVENT},
 		{"1-1-2", FlagAllowParallel, refs("d1", "m"), 1, 4, replication.QUERY_EVENT},
 		{"1-1-3", FlagAllowParallel, nil, 0, 2, replication.QUERY_EVENT},
-		{"0-1-5", innodb, nil, 0, 2, replication.XID_EVENT},
+		// a statement the decoder reads: plain DML on d1.t
+		{"0-1-5", innodb | FlagKnownStatements, refs("d1", "t"), 0, 2, replication.XID_EVENT},
 	}
 	txns := decodeAll(t, l, gtid.MariaDBPosition{})
 	if len(txns) != len(tests) {

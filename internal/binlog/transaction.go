@@ -41,6 +41,16 @@ const (
 	FlagTransactional                      // can be rolled back (no non-transactional table written)
 	FlagAllowParallel                      // the source did not set skip_parallel_replication
 	FlagWaited                             // the source saw a row lock wait while running it
+	// FlagKnownStatements: the group holds statements, and every one is
+	// plain DML (INSERT, REPLACE, UPDATE, DELETE) that names only tables
+	// listed in Tables, none of them one a source session may hold as a
+	// temporary table, and that reads no session state but what its events
+	// carry; the group is flagged transactional and may run in parallel on
+	// the source. Set by the decoder from the statements' text; the applier
+	// clears it when the target says otherwise of a table (a view, another
+	// engine, triggers). Such a group may run on any apply session, keyed
+	// by its tables (see internal/statement).
+	FlagKnownStatements
 )
 
 // TableRef names one table a transaction touched.

@@ -22,12 +22,16 @@ import (
 func UnsafeKinds(query string) []string {
 	text := strings.ToUpper(blankQuoted(query))
 	var kinds []string
+	// The expressions backtrack over the whole text (their leading
+	// alternation has no literal prefix): 86% of gapless's CPU on sysbench
+	// in MIXED. Most statements hold none of the names, which a plain
+	// search tells at once.
 	for _, f := range unsafeFunctions {
-		if f.re.MatchString(text) {
+		if strings.Contains(text, f.word) && f.re.MatchString(text) {
 			kinds = append(kinds, f.name)
 		}
 	}
-	if limitWithoutOrder.MatchString(text) && !strings.Contains(text, "ORDER BY") {
+	if strings.Contains(text, "LIMIT") && limitWithoutOrder.MatchString(text) && !strings.Contains(text, "ORDER BY") {
 		kinds = append(kinds, "UPDATE/DELETE with LIMIT and no ORDER BY")
 	}
 	return kinds
@@ -35,6 +39,7 @@ func UnsafeKinds(query string) []string {
 
 type unsafeFunction struct {
 	name string
+	word string // the name alone, which a text must hold for re to match
 	re   *regexp.Regexp
 }
 
@@ -45,7 +50,7 @@ var unsafeFunctions = func() []unsafeFunction {
 		"FOUND_ROWS", "ROW_COUNT", "LOAD_FILE", "VERSION", "SLEEP", "GET_LOCK", "RELEASE_LOCK", "IS_FREE_LOCK", "IS_USED_LOCK"} {
 		// A name preceded by a letter, digit, _, $, . or @ is another name
 		// (CURRENT_USER(), a column t.user, @user).
-		out = append(out, unsafeFunction{name + "()", regexp.MustCompile(`(^|[^A-Z0-9_$.@])` + name + `\s*\(`)})
+		out = append(out, unsafeFunction{name + "()", name, regexp.MustCompile(`(^|[^A-Z0-9_$.@])` + name + `\s*\(`)})
 	}
 	return out
 }()

@@ -30,3 +30,10 @@ func TestUnsafeKinds(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkUnsafeKindsSysbench(b *testing.B) {
+	q := "INSERT INTO sbtest1 (id, k, c, pad) VALUES (5001, 4998, '67847967377-48000963322-62604785301-91415491898-96926520291-65991568306-91217869287-77467541427-59442880722-97211591330', '22195207048-70116052123-74140395089-76317954521-98694025897')"
+	for i := 0; i < b.N; i++ {
+		UnsafeKinds(q)
+	}
+}

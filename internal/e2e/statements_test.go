@@ -6,11 +6,13 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStatementTransactionsInBatches(t *testing.T) {
@@ -64,4 +66,157 @@ func TestStatementTransactionsInBatches(t *testing.T) {
 		t.Fatalf("the statement transactions were not batched (%d target transactions, %.1f source transactions each):\n%s", batches, each, r.stdout)
 	}
 	t.Logf("%d target transactions, %.1f source transactions each", batches, each)
+}
+
+// TestStatementTransactionsRunInParallel replays a MIXED primary's
+// statements, written by many clients at once, with 8 workers: plain DML on
+// tables the statements name leaves the statement session, while what must
+// not stays on it (a temporary table that shadows a real table's name, a view, a
+// table with a trigger), and every table ends equal. Statement transactions
+// must have run on more than one worker.
+func TestStatementTransactionsRunInParallel(t *testing.T) {
+	sb := upSandbox(t)
+	setup := []string{
+		"SET GLOBAL binlog_format=MIXED",
+		"SET SESSION binlog_format=MIXED",
+		"CREATE DATABASE par",
+		"CREATE TABLE par.log (id BIGINT AUTO_INCREMENT PRIMARY KEY, t INT, at DATETIME(6), r DOUBLE, tag VARCHAR(32)) ENGINE=InnoDB",
+		"CREATE TABLE par.parent (id INT PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB",
+		"CREATE TABLE par.child (id BIGINT AUTO_INCREMENT PRIMARY KEY, parent INT NOT NULL, v INT, " +
+			"FOREIGN KEY (parent) REFERENCES par.parent (id) ON DELETE CASCADE) ENGINE=InnoDB",
+		"INSERT INTO par.parent SELECT seq, 0 FROM par.seq_1_to_4",
+		"CREATE TABLE par.audited (id INT PRIMARY KEY, v INT NOT NULL) ENGINE=InnoDB",
+		"CREATE TABLE par.audit (id INT PRIMARY KEY, n INT NOT NULL, last INT) ENGINE=InnoDB",
+		"INSERT INTO par.audited SELECT seq, 0 FROM par.seq_1_to_20",
+		"INSERT INTO par.audit SELECT seq, 0, NULL FROM par.seq_0_to_4",
+		// On the target too (it replicates): a statement on par.audited writes par.audit there.
+		"CREATE TRIGGER par.audited_up AFTER UPDATE ON par.audited FOR EACH ROW UPDATE par.audit SET n = n + 1, last = NEW.v WHERE id = NEW.id % 5",
+		"CREATE TABLE par.copy (id INT PRIMARY KEY, k INT, c VARCHAR(64)) ENGINE=InnoDB",
+	}
+	for i := 1; i <= 4; i++ {
+		setup = append(setup,
+			fmt.Sprintf("CREATE TABLE par.t%d (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(64) NOT NULL, KEY (k)) ENGINE=InnoDB", i),
+			fmt.Sprintf("INSERT INTO par.t%d SELECT seq, seq %% 97, CONCAT('row-', seq) FROM par.seq_1_to_300", i))
+	}
+	// A view over par.t2: a statement through it names the view, not t2.
+	setup = append(setup, "CREATE VIEW par.v2 AS SELECT id, k FROM par.t2")
+	mustExec(t, sb.Primary, setup...)
+	relay := filepath.Join(t.TempDir(), "relay")
+	replicateUntilCaughtUp(t, sb, relay)
+	db := rootDB(t, sb.Primary)
+	runClients(t, db, 8, 80, func(rng *rand.Rand, client, i int) error {
+		tbl := func() string { return fmt.Sprintf("par.t%d", 1+rng.Intn(4)) }
+		id := 1 + rng.Intn(300)
+		var stmts []string
+		switch rng.Intn(10) {
+		case 0, 1, 2:
+			// sysbench's oltp_write_only
+			stmts = []string{
+				fmt.Sprintf("UPDATE %s SET k=k+1 WHERE id=%d", tbl(), id),
+				fmt.Sprintf("UPDATE %s SET c='%d-%d' WHERE id=%d", tbl(), client, i, 1+rng.Intn(300)),
+			}
+			t := tbl()
+			stmts = append(stmts, fmt.Sprintf("DELETE FROM %s WHERE id=%d", t, id),
+				fmt.Sprintf("INSERT INTO %s (id, k, c) VALUES (%d, %d, 'ins-%d')", t, id, rng.Intn(97), client))
+		case 3:
+			// AUTO_INCREMENT, NOW(), RAND(), a user variable and LAST_INSERT_ID()
+			stmts = []string{
+				fmt.Sprintf("SET @tag = 'c%d-%d'", client, i),
+				fmt.Sprintf("INSERT INTO par.log (t, at, r, tag) VALUES (%d, NOW(6), RAND(), @tag)", client),
+				"UPDATE par.log SET r = r + RAND() WHERE id = LAST_INSERT_ID()",
+			}
+		case 4:
+			// a range, and a multi-table UPDATE
+			a, b := tbl(), tbl()
+			stmts = []string{
+				fmt.Sprintf("UPDATE %s SET k = k + 1 WHERE id BETWEEN %d AND %d", a, id, id+10),
+				fmt.Sprintf("UPDATE %s x JOIN %s y ON x.id = y.id SET x.k = y.k + 1 WHERE x.id = %d", a, b, id),
+			}
+			if rng.Intn(2) == 0 {
+				stmts = append(stmts, fmt.Sprintf("UPDATE par.v2 SET k = k * 2 WHERE id = %d", id))
+			}
+		case 5:
+			// INSERT ... SELECT across tables
+			stmts = []string{fmt.Sprintf("REPLACE INTO par.copy SELECT id, k, c FROM %s WHERE id BETWEEN %d AND %d", tbl(), id, id+5)}
+		case 6:
+			// foreign keys: children, and a parent's cascade
+			p := 1 + rng.Intn(4)
+			if rng.Intn(3) == 0 {
+				stmts = []string{fmt.Sprintf("DELETE FROM par.parent WHERE id = %d", p), fmt.Sprintf("INSERT INTO par.parent VALUES (%d, %d)", p, i)}
+			} else {
+				stmts = []string{fmt.Sprintf("INSERT INTO par.child (parent, v) VALUES (%d, %d)", p, rng.Intn(100))}
+			}
+		case 7:
+			// a table with a trigger
+			stmts = []string{fmt.Sprintf("UPDATE par.audited SET v = v + %d WHERE id = %d", 1+rng.Intn(9), 1+rng.Intn(20))}
+		default:
+			stmts = []string{fmt.Sprintf("UPDATE %s SET c = CONCAT(c, '+') WHERE k = %d", tbl(), rng.Intn(97))}
+		}
+		return runTransaction(db, stmts)
+	})
+	// A session with a temporary table named as a real table: its
+	// statements, and every statement on that name while it lives, must
+	// stay where the temporary table is.
+	session, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	for _, s := range []string{
+		"SET SESSION binlog_format=MIXED",
+		"CREATE TEMPORARY TABLE par.t1 (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(64) NOT NULL) ENGINE=InnoDB",
+		"INSERT INTO par.t1 VALUES (1, -1, 'temporary'), (2, -2, 'temporary')",
+	} {
+		if _, err := session.ExecContext(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	mustExec(t, sb.Primary, "UPDATE par.t1 SET k = k + 1000 WHERE id <= 3", "UPDATE par.t2 SET k = k + 1 WHERE id = 7")
+	for _, s := range []string{
+		"UPDATE par.t1 SET k = k - 1",
+		"INSERT INTO par.copy SELECT id + 1000, k, c FROM par.t1",
+		"DROP TEMPORARY TABLE par.t1",
+	} {
+		if _, err := session.ExecContext(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	mustExec(t, sb.Primary, "UPDATE par.t1 SET k = k + 1 WHERE id = 5", "SET GLOBAL binlog_format=ROW")
+	// The workers meet a backlog, as when a replica catches up: the tables
+	// most statements write are locked on the target for a while.
+	lock, err := rootDB(t, sb.Target).Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if _, err := lock.ExecContext(context.Background(), "LOCK TABLES par.t1 WRITE, par.t2 WRITE, par.t3 WRITE, par.t4 WRITE"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, wait := background(t, "replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
+		"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0", "--workers", "8", "--batch", "8", "-v")
+	time.Sleep(3 * time.Second)
+	if _, err := lock.ExecContext(context.Background(), "UNLOCK TABLES"); err != nil {
+		t.Fatal(err)
+	}
+	r := wait()
+	if r.code != 0 {
+		t.Fatalf("gapless replicate exited %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	requireEqual(t, sb)
+	var perWorker string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if rest, ok := strings.CutPrefix(line, "statement transactions per worker (0: the statement session): "); ok {
+			perWorker = rest
+		}
+	}
+	workers := 0
+	for _, f := range strings.Fields(perWorker) {
+		if !strings.HasPrefix(f, "0:") && !strings.HasSuffix(f, ":0") {
+			workers++
+		}
+	}
+	if workers < 2 {
+		t.Fatalf("statement transactions ran on %d workers besides the statement session (%q), want several:\n%s", workers, perWorker, r.stdout)
+	}
+	t.Logf("statement transactions per worker: %s", perWorker)
 }

@@ -142,6 +142,10 @@ func (r *Rules) Apply(txn *binlog.Transaction) (*binlog.Transaction, bool) {
 	out := *txn
 	out.Events = kept
 	out.Tables = slices.DeleteFunc(slices.Clone(txn.Tables), func(t binlog.TableRef) bool { return !r.KeepTable(t.Schema, t.Table) })
+	// The tables left no longer list every table its statements name (a
+	// kept statement may write a table the rules drop): it runs on the
+	// statement session, alone.
+	out.Flags &^= binlog.FlagKnownStatements
 	return &out, true
 }
 

@@ -64,10 +64,11 @@ func New(name string, catalog Catalog) (Policy, error) {
 }
 
 // isBarrier reports whether a transaction must run alone: DDL, statements
-// whose rows nobody can know without parsing SQL, transactions the source
-// marked as not to be run in parallel, and transactions that wrote a
-// non-transactional table (they cannot be rolled back, so they never run
-// beside one that a stop or an error might roll back).
+// the decoder could not read (any but plain DML on tables it names:
+// binlog.FlagKnownStatements), transactions the source marked as not to be
+// run in parallel, and transactions that wrote a non-transactional table
+// (they cannot be rolled back, so they never run beside one that a stop or
+// an error might roll back).
 func isBarrier(txn *binlog.Transaction) bool {
 	if txn.Has(binlog.FlagDDL) || txn.Has(binlog.FlagStandalone) {
 		return true
@@ -75,7 +76,7 @@ func isBarrier(txn *binlog.Transaction) bool {
 	if txn.Flavor == binlog.FlavorMariaDB && (!txn.Has(binlog.FlagAllowParallel) || !txn.Has(binlog.FlagTransactional)) {
 		return true
 	}
-	return hasStatements(txn)
+	return !txn.Has(binlog.FlagKnownStatements) && hasStatements(txn)
 }
 
 // hasStatements reports whether the transaction carries SQL statements other than BEGIN/COMMIT.

@@ -15,7 +15,12 @@
 //     know): the whole table, exclusively;
 //   - tables with foreign keys (either side): one resource shared by all of
 //     them, exclusively, since a child row and its parent have different keys;
-//   - DDL and statement-format transactions: a barrier.
+//   - statements the decoder could read (binlog.FlagKnownStatements: plain
+//     DML naming its tables): every table they name, whole, exclusively. A
+//     statement may touch any row of its table, so it conflicts with every
+//     row key of the table (each row change takes its table shared) and with
+//     every other statement on it;
+//   - DDL and other statement-format transactions: a barrier.
 package schedule
 
 import (
@@ -82,6 +87,10 @@ func (p *Writeset) Admit(gi int64, txn *binlog.Transaction) (Deps, error) {
 		p.catalog.Invalidate()
 		return tidy(deps), nil
 	}
+	if txn.Has(binlog.FlagKnownStatements) {
+		deps, err := p.statementTables(gi, txn, deps)
+		return tidy(deps), err
+	}
 	var err error
 	for _, ev := range txn.Events {
 		if rows, ok := ev.Data.(*replication.RowsEvent); ok {
@@ -93,6 +102,32 @@ func (p *Writeset) Admit(gi int64, txn *binlog.Transaction) (Deps, error) {
 	return tidy(deps), nil
 }
 
+// statementTables takes every table a transaction of statements names
+// (its row events' tables among them), whole.
+func (p *Writeset) statementTables(gi int64, txn *binlog.Transaction, deps Deps) (Deps, error) {
+	for _, t := range txn.Tables {
+		info, err := p.catalog.Table(t.Schema, t.Table)
+		if err != nil {
+			return deps, err
+		}
+		if info == nil || info.ForeignKeys {
+			// Unknown here (it was known when the applier looked): taken
+			// with the foreign-key tables too, to be safe.
+			deps = p.ledger.take(gi, fkResource, true, deps)
+		}
+		deps = p.ledger.take(gi, tableResource(t.Schema, t.Table), true, deps)
+	}
+	return deps, nil
+}
+
+// tableResource is a whole table. Names are folded: a statement may spell
+// a table in another case than the row events do (the target's
+// lower_case_table_names decides whether they are one), and two tables
+// taken for one only cost parallelism.
+func tableResource(schema, table string) uint64 {
+	return nameHash("table", strings.ToLower(schema), strings.ToLower(table))
+}
+
 // rowKeys takes the resources one row event writes. opaque says its
 // transaction's row values are not all known: its tables are then taken whole.
 func (p *Writeset) rowKeys(gi int64, ev *replication.RowsEvent, opaque bool, deps Deps) (Deps, error) {
@@ -100,7 +135,7 @@ func (p *Writeset) rowKeys(gi int64, ev *replication.RowsEvent, opaque bool, dep
 		return deps, fmt.Errorf("row event without its table map")
 	}
 	schema, table := string(ev.Table.Schema), string(ev.Table.Table)
-	tableRes := nameHash("table", schema, table)
+	tableRes := tableResource(schema, table)
 	info, err := p.catalog.Table(schema, table)
 	if err != nil {
 		return deps, err

@@ -1,10 +1,21 @@
-// engines.go knows which of the target's tables are not transactional. The
-// source flags a group transactional when every table it wrote is so on
+// engines.go knows, per target table, what decides how a group on it is
+// applied: its engine and, for tables that statements name, whether it is
+// a base table and has triggers.
+//
+// The source flags a group transactional when every table it wrote is so on
 // the source; the target may hold one of those tables in another engine
 // (a CREATE TABLE without ENGINE= under another default_storage_engine),
 // and then binlogs its rows as they execute, not at COMMIT: the group is
 // to be applied as a non-transactional one (groups.go), or its position row
 // would take a GTID group of its own.
+//
+// A group of statements the decoder could read (binlog.FlagKnownStatements)
+// may leave the statement session only when every table it names is, on
+// the target, a base table (not a view, not a sequence) in a transactional
+// engine, with no triggers and no column defaulting to a sequence's next
+// value (either writes tables the statement does not name), spelt as the
+// target spells it. Everything here is read again after
+// a DDL, which runs alone.
 package target
 
 import (
@@ -22,6 +33,9 @@ import (
 type Engines struct {
 	db    *sql.DB
 	known map[tableName]bool // true: transactional
+	// statementSafe: whether a statement on the table may run on any apply
+	// session (see the file's comment).
+	statementSafe map[tableName]bool
 	// binlogged: the target keeps the source's GTIDs in its binlog, where
 	// a group split in two would show.
 	binlogged bool
@@ -33,12 +47,13 @@ type Engines struct {
 // NewEngines reads engines from db; binlogged says the target writes the
 // source's transactions to its binlog under their GTIDs.
 func NewEngines(db *sql.DB, binlogged bool) *Engines {
-	return &Engines{db: db, known: map[tableName]bool{}, binlogged: binlogged}
+	return &Engines{db: db, known: map[tableName]bool{}, statementSafe: map[tableName]bool{}, binlogged: binlogged}
 }
 
 // Invalidate forgets what it knows, after a DDL.
 func (e *Engines) Invalidate() {
 	clear(e.known)
+	clear(e.statementSafe)
 	e.mixed = 0
 }
 
@@ -48,9 +63,25 @@ func (e *Engines) Invalidate() {
 // GTIDs it is taken as non-transactional as soon as any table outside the
 // system schemas is (a statement's changes to such a table are binlogged
 // at once, in a GTID group of their own).
+//
+// It clears binlog.FlagKnownStatements when a table the statements name is
+// not one they may run on from any apply session.
 func (e *Engines) Mark(txn *binlog.Transaction) error {
 	if !txn.Has(binlog.FlagTransactional) || txn.Filtered {
+		txn.Flags &^= binlog.FlagKnownStatements
 		return nil
+	}
+	if txn.Has(binlog.FlagKnownStatements) {
+		for _, t := range txn.Tables {
+			safe, err := e.safeForStatements(t.Schema, t.Table)
+			if err != nil {
+				return err
+			}
+			if !safe {
+				txn.Flags &^= binlog.FlagKnownStatements
+				break
+			}
+		}
 	}
 	if e.binlogged && NeedsStatementSession(txn) {
 		mixed, err := e.anyNonTransactional()
@@ -68,7 +99,7 @@ func (e *Engines) Mark(txn *binlog.Transaction) error {
 			return err
 		}
 		if !transactional {
-			txn.Flags &^= binlog.FlagTransactional
+			txn.Flags &^= binlog.FlagTransactional | binlog.FlagKnownStatements
 			return nil
 		}
 	}
@@ -97,6 +128,60 @@ func (e *Engines) transactional(schema, table string) (bool, error) {
 	t := !engine.Valid || isTransactionalEngine(engine.String)
 	e.known[name] = t
 	return t, nil
+}
+
+// safeForStatements reports whether a statement naming schema.table may run
+// on any apply session: the target has it, spelt so, as a base table in a
+// transactional engine, without triggers.
+func (e *Engines) safeForStatements(schema, table string) (bool, error) {
+	name := tableName{schema, table}
+	if safe, ok := e.statementSafe[name]; ok {
+		return safe, nil
+	}
+	var gotSchema, gotTable, kind string
+	var engine sql.NullString
+	err := patiently(func() error {
+		return e.db.QueryRowContext(context.Background(),
+			"SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+			schema, table).Scan(&gotSchema, &gotTable, &kind, &engine)
+	})
+	switch {
+	case err == sql.ErrNoRows:
+		e.statementSafe[name] = false
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read the type of %s.%s on the target: %w", schema, table, err)
+	}
+	safe := gotSchema == schema && gotTable == table && kind == "BASE TABLE" && engine.Valid && isTransactionalEngine(engine.String)
+	if safe {
+		var triggers int
+		err := patiently(func() error {
+			return e.db.QueryRowContext(context.Background(),
+				"SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = ? AND EVENT_OBJECT_TABLE = ?",
+				schema, table).Scan(&triggers)
+		})
+		if err != nil {
+			return false, fmt.Errorf("read the triggers of %s.%s on the target: %w", schema, table, err)
+		}
+		safe = triggers == 0
+	}
+	if safe {
+		// A column whose default takes a sequence's next value writes the
+		// sequence, which the statement does not name.
+		var sequenceDefaults int
+		err := patiently(func() error {
+			return e.db.QueryRowContext(context.Background(),
+				"SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?"+
+					" AND (LOWER(COLUMN_DEFAULT) LIKE '%nextval%' OR LOWER(COLUMN_DEFAULT) LIKE '%next value%' OR LOWER(COLUMN_DEFAULT) LIKE '%setval%' OR LOWER(COLUMN_DEFAULT) LIKE '%lastval%')",
+				schema, table).Scan(&sequenceDefaults)
+		})
+		if err != nil {
+			return false, fmt.Errorf("read the column defaults of %s.%s on the target: %w", schema, table, err)
+		}
+		safe = sequenceDefaults == 0
+	}
+	e.statementSafe[name] = safe
+	return safe, nil
 }
 
 // anyNonTransactional reports whether a table outside the system schemas

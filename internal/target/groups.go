@@ -205,7 +205,14 @@ func parseXID(text string) (xid, bool) {
 // it, and the source logs what a later statement does with it as a
 // statement of its own, in another event group. (MariaDB's own replica
 // keeps every source session's temporary tables in its one SQL thread.)
+//
+// A group the decoder could read (binlog.FlagKnownStatements: plain DML on
+// tables it names, none of them temporary) and that the target confirmed
+// (Engines.Mark) needs no particular session.
 func NeedsStatementSession(txn *binlog.Transaction) bool {
+	if txn.Has(binlog.FlagKnownStatements) {
+		return false
+	}
 	xa := shapeOf(txn) == shapeXAPrepare
 	if ddlWithRows(txn) {
 		// CREATE TABLE ... SELECT logged as rows: its statement names no
@@ -226,6 +233,21 @@ func NeedsStatementSession(txn *binlog.Transaction) bool {
 				if xa && startsWithWord(text, "XA") {
 					continue
 				}
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// HasStatements reports whether txn runs source statements other than
+// BEGIN, COMMIT and ROLLBACK.
+func HasStatements(txn *binlog.Transaction) bool {
+	for _, ev := range txn.Events {
+		if q, ok := ev.Data.(*replication.QueryEvent); ok {
+			switch strings.ToUpper(strings.TrimSpace(string(q.Query))) {
+			case "BEGIN", "COMMIT", "ROLLBACK":
+			default:
 				return true
 			}
 		}

@@ -123,7 +123,14 @@ func (s *Session) prepare() error {
 	if s.opts.KeepGTID {
 		setup += ", @@session.gtid_domain_id=@@global.gtid_domain_id, @@session.server_id=@@global.server_id"
 	}
-	if err := s.conn.exec([]string{setup}); err != nil {
+	// Statements of different source transactions run at once on different
+	// sessions: under REPEATABLE READ their reads in DML are locking reads
+	// with gap locks, so a later statement that runs early either waits for
+	// an earlier one's rows or holds them and is broken by the watchdog,
+	// never reads a range that an earlier one is still to change. The
+	// target's default may be another level.
+	isolation := "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+	if err := s.conn.exec([]string{setup, isolation}); err != nil {
 		return privilegeHint(fmt.Errorf("target: prepare the apply session: %w", err))
 	}
 	return nil
@@ -343,7 +350,7 @@ func (s *Session) batchScript(txns []*binlog.Transaction, checkpoint string) (bo
 		if !Batchable(txn) {
 			return nil, nil, fmt.Errorf("%s cannot be applied in a batch", txn)
 		}
-		if NeedsStatementSession(txn) {
+		if HasStatements(txn) {
 			body = rows.flush(body)
 			var own []string // its COMMIT: the batch has one of its own
 			if body, _, err = s.events(txn, body, &own, true, func() {}); err != nil {

@@ -1,0 +1,73 @@
+package statement
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+)
+
+// FuzzShapeKeepsTables checks the cache's premise: what the analysis of a
+// statement's shape names is what the statement itself names, read whole
+// by the parser. A shape that moved a quote or a comment would show here.
+func FuzzShapeKeepsTables(f *testing.F) {
+	for _, s := range []string{
+		"UPDATE sbtest3 SET k=k+1 WHERE id=5012",
+		"INSERT INTO t VALUES ('it\\'s', \"x\", 1.5e3, x'41', -.5)",
+		"INSERT INTO t SELECT * FROM u WHERE x IN (SELECT y FROM v) # comment",
+		"UPDATE t1, db2.t2 SET t1.a=t2.a /* c */ WHERE t1.id=t2.id",
+		"DELETE a FROM t1 AS a JOIN `t``2` ON a.id=`t``2`.id",
+		"INSERT INTO t (a) VALUES (@tag), (@`Other`), (@'x')",
+		"UPDATE \"acct\" SET note = 'ansi' WHERE id = 3",
+	} {
+		f.Add(s, uint8(0))
+		f.Add(s, uint8(1))
+		f.Add(s, uint8(2))
+	}
+	f.Fuzz(func(t *testing.T, text string, modeBits uint8) {
+		var mode uint64
+		if modeBits&1 != 0 {
+			mode |= modeANSIQuotes
+		}
+		if modeBits&2 != 0 {
+			mode |= modeNoBackslashEscapes
+		}
+		d, ok := NewAnalyzer().DML(text, mode, true)
+		if !ok {
+			return
+		}
+		p := parser.New()
+		p.SetSQLMode(mysql.SQLMode(mode))
+		nodes, err := parseQuietly(p, text)
+		if err != nil || len(nodes) != 1 {
+			// A literal the parser refuses (X'0') that its shape does not
+			// have: the server read the text, and the shape names what it did.
+			return
+		}
+		v := &namer{seen: map[Name]bool{}, vars: map[string]bool{}}
+		nodes[0].Accept(v)
+		if _, dml := nodes[0].(ast.DMLNode); !dml || v.refused {
+			t.Fatalf("%q: its shape was read as DML, the text is not plain DML", text)
+		}
+		if !slices.Equal(v.dml.Tables, d.Tables) || !slices.Equal(v.dml.Variables, d.Variables) {
+			t.Fatalf("%q: shape names %v %v, text names %v %v", text, d.Tables, d.Variables, v.dml.Tables, v.dml.Variables)
+		}
+	})
+}
+
+// parseQuietly parses text, a panic of the parser's literal driver taken
+// for an error.
+func parseQuietly(p *parser.Parser, text string) (nodes []ast.StmtNode, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			nodes, err = nil, errPanicked
+		}
+	}()
+	nodes, _, err = p.ParseSQL(text)
+	return nodes, err
+}
+
+var errPanicked = errors.New("the parser panicked")
