@@ -22,6 +22,11 @@ const (
 // errXARollback is XA_RBROLLBACK.
 const errXARollback = 1402
 
+// errGTIDInTransaction: "Cannot modify @@session.gtid_domain_id or
+// @@session.gtid_seq_no inside a transaction", also said of a session that
+// holds temporary tables.
+const errGTIDInTransaction = 1953
+
 // expecting marks stmt with the error the source logged for it (0: none).
 // A statement that changed something before it failed on the source (a
 // multi-row INSERT into MyISAM that meets a duplicate key halfway, a CREATE

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -60,7 +61,10 @@ type Session struct {
 	// parked holds an XA branch it prepared meanwhile (temporary.go).
 	temporary bool
 	parked    *parkedXA
-	applier   string // CURRENT_USER() of the session (invoker.go)
+	// whole, while a group is run again, keeps it in one piece: its parts
+	// could not go to gapless's own domain (statementsApart).
+	whole   bool
+	applier string // CURRENT_USER() of the session (invoker.go)
 }
 
 // Open connects to the target and prepares the connection for applying.
@@ -241,6 +245,14 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 	}
 	if err := s.run(script); err != nil {
 		s.Rollback(context.Background())
+		if errors.Is(err, errDomainPinned) && !s.whole {
+			// The group's first part was to go to gapless's own domain,
+			// which a session holding temporary tables may not switch to;
+			// nothing of it ran. It runs whole instead (statementsApart).
+			s.whole = true
+			defer func() { s.whole = false }()
+			return s.execute(txns, checkpoint, commit)
+		}
 		if format != nil {
 			err = privilegeHint(err)
 		}
@@ -421,6 +433,18 @@ func (s *Session) run(script []string) error {
 		}
 		packet = append(packet, text)
 		size += len(text) + 2
+		if text == ownDomainStatement && s.temporary {
+			// It may be refused (temporary tables pin the session's
+			// domain): it ends its packet, so that nothing after it has run
+			// when it is.
+			if err := send(0, 0); err != nil {
+				if code, _ := errorCode(err); code == errGTIDInTransaction {
+					return fmt.Errorf("%w: %w", errDomainPinned, err)
+				}
+				return err
+			}
+			continue
+		}
 		// A statement logged with its own terminator (a stored program
 		// under sql_mode=ORACLE: "... AS SELECT 1;") would leave an empty
 		// statement before the next one of the packet, a syntax error.
@@ -450,7 +474,7 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 	case shape == shapeXAPrepare:
 		return s.xaPrepareScript(txn, checkpoint)
 	}
-	if statements := nonTransactionalRowStatements(txn); len(statements) > 1 && s.opts.KeepGTID && s.opts.WriteBinlog {
+	if statements := nonTransactionalRowStatements(txn); len(statements) > 1 && s.opts.KeepGTID && s.opts.WriteBinlog && !s.whole {
 		return s.rowStatementsScript(txn, statements, checkpoint), s.ownTransaction(checkpoint), nil
 	}
 	apart := s.statementsApart(txn, shape)
@@ -693,6 +717,10 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 	return rows.flush(body), ended, nil
 }
 
+// errDomainPinned: the session could not switch to gapless's own domain,
+// as it holds temporary tables; nothing after the switch ran.
+var errDomainPinned = errors.New("the session's temporary tables keep it in its GTID domain")
+
 // ownDomainStatement puts what the session binlogs next in gapless's own
 // GTID domain.
 var ownDomainStatement = fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=@@global.server_id", ckpt.OwnDomain)
@@ -705,7 +733,7 @@ var ownDomainStatement = fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session
 // domain and the rows, in a transaction, under the source's GTID: the
 // source's domain gets one group, once all of it is applied.
 func (s *Session) rowsApart(txn *binlog.Transaction) bool {
-	return s.opts.KeepGTID && s.opts.WriteBinlog && ddlWithRows(txn)
+	return s.opts.KeepGTID && s.opts.WriteBinlog && !s.whole && ddlWithRows(txn)
 }
 
 // statementsApart returns how many statements a group of statements that
@@ -716,12 +744,12 @@ func (s *Session) rowsApart(txn *binlog.Transaction) bool {
 // after a transactional change); so all but the last go in gapless's own
 // domain, outside any transaction, and the last under the source's GTID.
 // A session holding temporary tables may not leave the domain it made them
-// in (1953): there the group runs whole, in the source's transaction, and
-// checkOneGroup stops the run should the target still split it (the group
-// may touch only transactional tables; the flag says only that some table
-// is not).
+// in (1953): there the group runs again whole (s.whole), in the source's
+// transaction, and checkOneGroup stops the run should the target still
+// split it (the group may touch only transactional tables; the flag says
+// only that some table is not).
 func (s *Session) statementsApart(txn *binlog.Transaction, shape groupShape) int {
-	if shape != shapeAlone || !s.opts.KeepGTID || !s.opts.WriteBinlog || txn.Flavor != binlog.FlavorMariaDB || s.temporary ||
+	if shape != shapeAlone || !s.opts.KeepGTID || !s.opts.WriteBinlog || txn.Flavor != binlog.FlavorMariaDB || s.whole ||
 		txn.Has(binlog.FlagTransactional) || txn.Has(binlog.FlagDDL) || txn.Has(binlog.FlagStandalone) || completesXA(txn) {
 		return 0
 	}
