@@ -149,29 +149,44 @@ func TestGroupsTheTargetWouldSplit(t *testing.T) {
 			t.Errorf("%s: target %q, primary %q", q, got, want)
 		}
 	}
-	target, err := gtid.ParseMariaDBPosition(binlogPos(t, sb.Target))
-	if err != nil {
-		t.Fatal(err)
-	}
-	primary, err := gtid.ParseMariaDBPosition(binlogPos(t, sb.Primary))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _ := primary.Get(0)
-	if got, _ := target.Get(0); got != g {
+	if got, g := domain0(t, sb.Target), domain0(t, sb.Primary); got != g {
 		t.Errorf("the target's binlog ends at %s in the source's domain, the primary's at %s", got, g)
 	}
+}
+
+// domain0 is the last GTID of domain 0 in srv's binlog.
+func domain0(t *testing.T, srv *sandbox.Server) gtid.MariaDBGTID {
+	t.Helper()
+	pos, err := gtid.ParseMariaDBPosition(binlogPos(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, _ := pos.Get(0)
+	return last
 }
 
 // queryText runs a query of one row and joins its columns with commas.
 func queryText(t *testing.T, srv *sandbox.Server, q string) string {
 	t.Helper()
-	rows, err := rootDB(t, srv).Query(q)
+	var out []string
+	for _, v := range firstRow(t, rootDB(t, srv), q) {
+		out = append(out, v.String)
+	}
+	return strings.Join(out, ",")
+}
+
+// firstRow returns the columns of a query's first row.
+func firstRow(t *testing.T, db *sql.DB, q string) []sql.NullString {
+	t.Helper()
+	rows, err := db.Query(q)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", q, err)
 	}
 	defer rows.Close()
-	cols, _ := rows.Columns()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
 	if !rows.Next() {
 		t.Fatalf("%s: no row", q)
 	}
@@ -181,13 +196,9 @@ func queryText(t *testing.T, srv *sandbox.Server, q string) string {
 		ptrs[i] = &values[i]
 	}
 	if err := rows.Scan(ptrs...); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", q, err)
 	}
-	var out []string
-	for _, v := range values {
-		out = append(out, v.String)
-	}
-	return strings.Join(out, ",")
+	return values
 }
 
 // TestStopWhileTheSourceHoldsATemporaryTable stops gapless while a source
@@ -224,16 +235,7 @@ func TestStopWhileTheSourceHoldsATemporaryTable(t *testing.T) {
 	time.Sleep(time.Second)
 	sameDomain0 := func(when string) {
 		t.Helper()
-		target, err := gtid.ParseMariaDBPosition(binlogPos(t, sb.Target))
-		if err != nil {
-			t.Fatal(err)
-		}
-		primary, err := gtid.ParseMariaDBPosition(binlogPos(t, sb.Primary))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := primary.Get(0)
-		if got, _ := target.Get(0); got != want {
+		if got, want := domain0(t, sb.Target), domain0(t, sb.Primary); got != want {
 			t.Fatalf("%s: the target's binlog is at %s in domain 0, the primary's at %s", when, got, want)
 		}
 	}

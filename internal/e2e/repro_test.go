@@ -378,22 +378,9 @@ func skippedSchemaList() string {
 // (a view answers with four columns, a table with two).
 func showCreate(t *testing.T, db *sql.DB, schema, table string) string {
 	t.Helper()
-	rows, err := db.Query("SHOW CREATE TABLE " + backquoted(schema) + "." + backquoted(table))
-	if err != nil {
-		t.Fatalf("SHOW CREATE TABLE %s.%s: %v", schema, table, err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil || len(cols) < 2 || !rows.Next() {
-		t.Fatalf("SHOW CREATE TABLE %s.%s: no statement (%v)", schema, table, err)
-	}
-	values := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range values {
-		ptrs[i] = &values[i]
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		t.Fatalf("SHOW CREATE TABLE %s.%s: %v", schema, table, err)
+	values := firstRow(t, db, "SHOW CREATE TABLE "+backquoted(schema)+"."+backquoted(table))
+	if len(values) < 2 {
+		t.Fatalf("SHOW CREATE TABLE %s.%s: no statement", schema, table)
 	}
 	return values[1].String
 }
