@@ -325,16 +325,21 @@ func (s *Session) reopen() error {
 // Batchable reports whether txn may share a target transaction with its
 // neighbours: a MariaDB transaction on transactional tables only that ends
 // in an XID, of row events or of statements (each statement runs under its
-// own session state inside the batch, as it would alone).
+// own session state inside the batch, as it would alone), none of which
+// searches a full-text index.
 func Batchable(txn *binlog.Transaction) bool {
 	if txn.Flavor != binlog.FlavorMariaDB || txn.Has(binlog.FlagStandalone) || txn.Has(binlog.FlagDDL) ||
 		!txn.Has(binlog.FlagTransactional|binlog.FlagAllowParallel) || len(txn.Events) == 0 {
 		return false
 	}
 	for _, ev := range txn.Events {
-		switch ev.Data.(type) {
+		switch e := ev.Data.(type) {
+		case *replication.QueryEvent:
+			if mayMatchFulltext(e.Query) {
+				return false
+			}
 		case *replication.TableMapEvent, *replication.RowsEvent, *replication.MariadbAnnotateRowsEvent,
-			*replication.XIDEvent, *replication.QueryEvent, *replication.IntVarEvent:
+			*replication.XIDEvent, *replication.IntVarEvent:
 		case *replication.GenericEvent:
 			if t := ev.Header.EventType; t != replication.RAND_EVENT && t != replication.USER_VAR_EVENT {
 				return false
@@ -344,6 +349,22 @@ func Batchable(txn *binlog.Transaction) bool {
 		}
 	}
 	return shapeOf(txn) == shapeTransaction
+}
+
+// mayMatchFulltext reports whether a statement may search a full-text
+// index (MATCH ... AGAINST). InnoDB shows a full-text index the changes of
+// committed transactions only, so such a statement batched behind earlier
+// source transactions would not see their rows, and would silently find
+// what the source did not: it starts a target transaction of its own. The
+// word is looked for anywhere in the text; a false match costs one batch.
+func mayMatchFulltext(query []byte) bool {
+	const word = "against"
+	for i := 0; i+len(word) <= len(query); i++ {
+		if c := query[i] | 0x20; c == 'a' && bytes.EqualFold(query[i:i+len(word)], []byte(word)) {
+			return true
+		}
+	}
+	return false
 }
 
 // batchScript applies Batchable transactions as one target transaction,
