@@ -25,6 +25,7 @@ import (
 	ckpt "gapless/internal/checkpoint"
 	"gapless/internal/dburl"
 	"gapless/internal/gtid"
+	"gapless/internal/statement"
 )
 
 // Options say how transactions are written.
@@ -518,7 +519,7 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 	}
 	// A MariaDB GTID event stands for BEGIN unless the group is a standalone statement.
 	begun := txn.Flavor == binlog.FlavorMariaDB && !txn.Has(binlog.FlagStandalone)
-	if begun && apart == 0 {
+	if begun && apart == 0 && !s.autocommitStatement(txn, shape) {
 		begin()
 	}
 	body, ended, err := s.events(txn, body, &tail, begun, begin)
@@ -770,33 +771,56 @@ func (s *Session) rowsApart(txn *binlog.Transaction) bool {
 // split it (the group may touch only transactional tables; the flag says
 // only that some table is not).
 func (s *Session) statementsApart(txn *binlog.Transaction, shape groupShape) int {
+	if n, _ := s.nonTransactionalStatements(txn, shape); n >= 2 {
+		return n
+	}
+	return 0
+}
+
+// autocommitStatement reports whether txn is one DML statement that is not
+// transactional on the target, which then runs in autocommit, not inside
+// the transaction the source's GTID stands for, on a target that binlogs
+// the source's GTIDs. A statement that writes a non-transactional table
+// and, through a trigger, a transactional one is unsafe to log as a
+// statement inside a multi-statement transaction, so the target would log
+// its rows instead, each engine's in a GTID group of its own; the source
+// logged it as one statement, so it ran it outside such a transaction (or
+// logged in STATEMENT format), and in autocommit the target logs it as one
+// group too. (Should it still split, checkOneGroup stops the run.)
+func (s *Session) autocommitStatement(txn *binlog.Transaction, shape groupShape) bool {
+	n, text := s.nonTransactionalStatements(txn, shape)
+	return n == 1 && statement.IsDML(text)
+}
+
+// nonTransactionalStatements counts the statements of a group of
+// statements that is not transactional, on a target that binlogs the
+// source's GTIDs, and returns the last; 0 for any other group, or one that
+// needs its transaction (ROLLBACK, savepoints).
+func (s *Session) nonTransactionalStatements(txn *binlog.Transaction, shape groupShape) (n int, last string) {
 	if shape != shapeAlone || !s.opts.KeepGTID || !s.opts.WriteBinlog || txn.Flavor != binlog.FlavorMariaDB || s.whole ||
 		txn.Has(binlog.FlagTransactional) || txn.Has(binlog.FlagDDL) || txn.Has(binlog.FlagStandalone) || completesXA(txn) {
-		return 0
+		return 0, ""
 	}
-	n := 0
 	for _, ev := range txn.Events {
 		switch e := ev.Data.(type) {
 		case *replication.TableMapEvent:
-			return 0
+			return 0, ""
 		case *replication.QueryEvent:
 			text := strings.TrimSpace(string(e.Query))
 			switch strings.ToUpper(text) {
 			case "BEGIN", "COMMIT":
 			case "ROLLBACK":
-				return 0
+				return 0, ""
 			default:
 				if startsWithWord(text, "SAVEPOINT") || startsWithWord(text, "ROLLBACK") || startsWithWord(text, "RELEASE") {
-					return 0 // savepoints need the one transaction
+					return 0, "" // savepoints need the one transaction
 				}
 				n++
+				last = text
 			}
 		}
 	}
-	if n < 2 {
-		return 0
-	}
-	return n
+	return n, last
 }
 
 // unsupportedEvent is the error for an event gapless cannot apply.
