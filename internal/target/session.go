@@ -224,15 +224,19 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 	}
 	xaPrepare := len(txns) == 1 && shapeOf(first) == shapeXAPrepare
 	park := xaPrepare && s.temporary
-	// A group the target binlogs as it executes is checked once it has run:
-	// it must be one GTID group there (see checkOneGroup).
-	alone := len(txns) == 1 && AppliesAlone(first) && s.opts.KeepGTID && s.opts.WriteBinlog
+	if len(txns) == 1 && AppliesAlone(first) && s.opts.KeepGTID && s.opts.WriteBinlog && !xaPrepare {
+		// A group the target binlogs as it executes must be one GTID
+		// group there: its position is written only if so.
+		if tail, err = guardPosition(tail, checkpoint, first.MariaDB); err != nil {
+			return newApplyError(first, err)
+		}
+	}
 	switch {
 	case xaPrepare:
 		// The prepared XA transaction holds this connection until it ends:
-		// the position goes in on a new one.
+		// the position goes in on a new one; checkOneGroup checks it.
 		s.tail = tail
-	case commit && !alone && !crashBeforePosition(first):
+	case commit && !crashBeforePosition(first):
 		script = append(script, tail...)
 	default:
 		s.tail = tail
@@ -277,7 +281,7 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 			return newApplyError(first, err)
 		}
 	}
-	if alone {
+	if xaPrepare && s.opts.KeepGTID && s.opts.WriteBinlog {
 		if err := s.checkOneGroup(first); err != nil {
 			s.Rollback(context.Background())
 			return newApplyError(first, err)
@@ -287,6 +291,26 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 		return s.Commit(context.Background(), first)
 	}
 	return nil
+}
+
+// guardPosition replaces the position statement in tail with one that
+// writes the position only when g is the last GTID of its domain in the
+// target's binlog (checkpoint.Guarded): that is, when the group just run
+// took exactly its own GTID there. It runs in the same round trip as the
+// group.
+func guardPosition(tail []string, checkpoint string, g gtid.MariaDBGTID) ([]string, error) {
+	for i, stmt := range tail {
+		if stmt != checkpoint {
+			continue
+		}
+		guarded, ok := ckpt.Guarded(stmt, g)
+		if !ok {
+			return nil, fmt.Errorf("gapless bug: the position statement cannot be guarded: %s", stmt)
+		}
+		tail[i] = guardMark + guarded
+		return tail, nil
+	}
+	return nil, fmt.Errorf("gapless bug: the position statement of %s is missing from its script", g)
 }
 
 // checkOneGroup makes sure a group the target binlogged as it executed
@@ -305,8 +329,7 @@ func (s *Session) checkOneGroup(txn *binlog.Transaction) error {
 		return fmt.Errorf("target @@gtid_binlog_pos: %w", err)
 	}
 	if last, ok := pos.Get(txn.MariaDB.Domain); ok && last.Seq > txn.MariaDB.Seq {
-		return fmt.Errorf("the target wrote this transaction to its binlog as more than one GTID group (its binlog now ends at %s), which gapless cannot yet keep as one; it is applied, but its position is not written: "+
-			"report it as a gapless bug with the source's binlog of this transaction, and to go on, rebuild the target or replicate with --no-target-binlog", last)
+		return fmt.Errorf("%w (the target's binlog now ends at %s)", errNotOneGroup, last)
 	}
 	return nil
 }
@@ -430,12 +453,25 @@ func (s *Session) Rollback(ctx context.Context) {
 func (s *Session) run(script []string) error {
 	var packet []string
 	size := 0
+	guard := -1 // the packet's guarded position statement
 	send := func(expect, tolerate uint16) error {
-		err := s.conn.exec(packet)
-		packet, size = packet[:0], 0
-		return checkExpected(err, expect, tolerate)
+		err := checkExpected(s.conn.exec(packet), expect, tolerate)
+		if err == nil && guard >= 0 {
+			switch {
+			case guard >= len(s.conn.affected):
+				err = errors.New("the position statement did not run") // nothing after an error runs
+			case s.conn.affected[guard] == 0:
+				err = errNotOneGroup
+			}
+		}
+		packet, size, guard = packet[:0], 0, -1
+		return err
 	}
 	for _, stmt := range script {
+		guarded := strings.HasPrefix(stmt, guardMark)
+		if guarded {
+			stmt = stmt[len(guardMark):]
+		}
 		expect, tolerate, text := splitExpected(stmt)
 		if len(text) > s.maxStatement {
 			if len(packet) > 0 {
@@ -452,6 +488,9 @@ func (s *Session) run(script []string) error {
 			if err := send(0, 0); err != nil {
 				return err
 			}
+		}
+		if guarded {
+			guard = len(packet)
 		}
 		packet = append(packet, text)
 		size += len(text) + 2
