@@ -224,7 +224,7 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 	}
 	xaPrepare := len(txns) == 1 && shapeOf(first) == shapeXAPrepare
 	park := xaPrepare && s.temporary
-	if len(txns) == 1 && AppliesAlone(first) && s.opts.KeepGTID && s.opts.WriteBinlog && !xaPrepare {
+	if len(txns) == 1 && s.GuardsPosition(first) {
 		// A group the target binlogs as it executes must be one GTID
 		// group there: its position is written only if so.
 		if tail, err = guardPosition(tail, checkpoint, first.MariaDB); err != nil {
@@ -291,6 +291,13 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 		return s.Commit(context.Background(), first)
 	}
 	return nil
+}
+
+// GuardsPosition reports whether txn, applied alone, has its position
+// written by a guarded statement (guardPosition): once it committed, its
+// GTID was the last of its domain in the target's binlog.
+func (s *Session) GuardsPosition(txn *binlog.Transaction) bool {
+	return s.opts.KeepGTID && s.opts.WriteBinlog && shapeOf(txn) == shapeAlone
 }
 
 // guardPosition replaces the position statement in tail with one that
