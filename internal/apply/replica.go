@@ -275,9 +275,11 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	if err != nil {
 		return Result{}, err
 	}
-	if ws, ok := policy.(*schedule.Writeset); ok {
+	ws, _ := policy.(*schedule.Writeset)
+	if ws != nil {
 		ws.Warn = func(msg string) { r.log.Warn(msg) }
 	}
+	var rowKeyTables, wholeTables uint64 // what ws said last
 
 	pipeCtx, cancelPipe := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelPipe()
@@ -446,6 +448,12 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 					j.deps = append(j.deps, d)
 				}
 			}
+		}
+		if ws != nil {
+			rows, whole := ws.StatementTables()
+			r.obs.statementRowKeys.Add(int64(rows - rowKeyTables))
+			r.obs.statementWholeTables.Add(int64(whole - wholeTables))
+			rowKeyTables, wholeTables = rows, whole
 		}
 		r.observeDispatch(j, inflight, policy.Barrier())
 		inflight[j.gi] = j

@@ -38,6 +38,8 @@ package schedule
 import (
 	"strings"
 
+	"github.com/go-mysql-org/go-mysql/replication"
+
 	"gapless/internal/binlog"
 	"gapless/internal/statement"
 )
@@ -69,6 +71,11 @@ func (p *Writeset) statementKeys(gi int64, txn *binlog.Transaction, deps Deps) (
 		}
 		keyed[res] = true
 	}
+	for _, ev := range txn.Events {
+		if rows, ok := ev.Data.(*replication.RowsEvent); ok && rows.Table != nil {
+			whole[tableResource(string(rows.Table.Schema), string(rows.Table.Table))] = true
+		}
+	}
 	for _, t := range txn.Tables {
 		info, err := p.catalog.Table(t.Schema, t.Table)
 		if err != nil {
@@ -80,8 +87,9 @@ func (p *Writeset) statementKeys(gi int64, txn *binlog.Transaction, deps Deps) (
 			deps = p.ledger.take(gi, fkResource, true, deps)
 		}
 		res := tableResource(t.Schema, t.Table)
-		// A table no statement took row keys on is a row event's, or one
-		// the statements do not list (taken whole, as is safe).
+		// A table no statement took row keys on (one the statements do
+		// not list), or one a row event of the group writes, is taken
+		// whole, as before row keys.
 		exclusive := whole[res] || !keyed[res]
 		deps = p.ledger.take(gi, res, exclusive, deps)
 		if exclusive {

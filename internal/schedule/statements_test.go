@@ -286,3 +286,15 @@ func TestStatementsTakeRowKeys(t *testing.T) {
 		})
 	}
 }
+
+// A row event in a group of statements (MIXED logs an unsafe statement as
+// rows) takes its table whole, even beside a statement with row keys.
+func TestStatementsBesideRowEvents(t *testing.T) {
+	withRows := stmts("UPDATE sb SET k=k+1 WHERE id=5")
+	withRows.Events = append(withRows.Events[:len(withRows.Events)-1], rows("db", "sb", row(int32(9), int32(1), "c", "p")), query("COMMIT"))
+	run(t, NewWriteset(rowCatalog()), []step{
+		admit(stmts("UPDATE sb SET k=k+1 WHERE id=1")),
+		admit(withRows, 1),
+		admit(stmts("UPDATE sb SET k=k+1 WHERE id=2"), 2),
+	})
+}
