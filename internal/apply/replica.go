@@ -116,6 +116,9 @@ type Result struct {
 	// Statements counts, per worker slot, the transactions of source
 	// statements it committed (slot 0 is the statement session).
 	Statements map[int]int64
+	// StatementRowKeys and StatementWholeTables count the tables groups of
+	// statements named, taken by row keys or whole (Snapshot.StatementTables).
+	StatementRowKeys, StatementWholeTables int64
 }
 
 // Replica is one run of gapless replicate.
@@ -472,7 +475,8 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			if received != nil {
 				<-recvErr
 			}
-			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), Reason: reason, Statements: maps.Clone(r.statements)}, runErr
+			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), Reason: reason, Statements: maps.Clone(r.statements),
+				StatementRowKeys: r.obs.statementRowKeys.Load(), StatementWholeTables: r.obs.statementWholeTables.Load()}, runErr
 		}
 		var in <-chan *binlog.Transaction
 		if !stopping && len(idle) > 0 && barrier == 0 {
