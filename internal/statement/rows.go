@@ -114,8 +114,21 @@ func (a *Analyzer) readRows(sh string, mode uint64, numbers []Number, tables int
 	if !ok {
 		return nil
 	}
-	r := rowsReader{numbers: len(numbers)}
-	switch n := nodes[0].(type) {
+	count := len(numbers)
+	return readRowsOf(nodes[0], func(e ast.ExprNode) int {
+		u, ok := plainInteger(e)
+		if !ok || u < marker(0) || u >= marker(count) {
+			return -1
+		}
+		return int(u - marker(0))
+	})
+}
+
+// readRowsOf reads the rows of a parsed statement; literal says which
+// number an expression is (-1: none).
+func readRowsOf(node ast.StmtNode, literal func(ast.ExprNode) int) *Rows {
+	r := rowsReader{literal: literal}
+	switch n := node.(type) {
 	case *ast.UpdateStmt:
 		return r.update(n)
 	case *ast.DeleteStmt:
@@ -135,32 +148,23 @@ func marker(n int) uint64 {
 }
 
 type rowsReader struct {
-	numbers int
+	literal func(ast.ExprNode) int
 	table   string // the table's name or alias, lower case
 }
 
-// literal returns which number e is, or -1.
-func (r *rowsReader) literal(e ast.ExprNode) int {
+// plainInteger returns the value of an integer literal that is not negative.
+func plainInteger(e ast.ExprNode) (uint64, bool) {
 	v, ok := e.(ast.ValueExpr)
 	if !ok {
-		return -1
+		return 0, false
 	}
-	var u uint64
 	switch x := v.GetValue().(type) {
 	case int64:
-		if x < 0 {
-			return -1
-		}
-		u = uint64(x)
+		return uint64(x), x >= 0
 	case uint64:
-		u = x
-	default:
-		return -1
+		return x, true
 	}
-	if u < marker(0) || u >= marker(r.numbers) {
-		return -1
-	}
-	return int(u - marker(0))
+	return 0, false
 }
 
 // single returns the one table of a clause that names a single base
