@@ -20,6 +20,7 @@
 package statement
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -290,8 +291,8 @@ func (r *rowsReader) insert(n *ast.InsertStmt) *Rows {
 	}
 	for _, c := range n.Columns {
 		name, ok := r.column(c)
-		if !ok {
-			return nil
+		if !ok || slices.Contains(rows.Columns, name) {
+			return nil // a column named twice: the server refuses it
 		}
 		rows.Columns = append(rows.Columns, name)
 	}
