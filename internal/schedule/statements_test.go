@@ -106,12 +106,22 @@ func TestWhatStaysABarrier(t *testing.T) {
 // tables (default database db) and, when the text says them, its rows.
 func stmts(texts ...string) *binlog.Transaction {
 	t := mariadb(0, query("BEGIN"))
-	t.Flags |= binlog.FlagKnownStatements
 	t.Schemas = []string{"db"}
-	a := statement.NewAnalyzer()
+	addStatements(t, "db", texts...)
+	t.Events = append(t.Events, query("COMMIT"))
+	return t
+}
+
+// analyzer reads the tests' statements, as the decoder's does.
+var analyzer = statement.NewAnalyzer()
+
+// addStatements appends statements run in database db to t, as the decoder
+// reads them, and flags t as a group of statements it could read.
+func addStatements(t *binlog.Transaction, db string, texts ...string) {
+	t.Flags |= binlog.FlagKnownStatements
 	for _, text := range texts {
 		t.Events = append(t.Events, query(text))
-		d, numbers, ok := a.DMLNumbers(text, 0, true, nil)
+		d, numbers, ok := analyzer.DMLNumbers(text, 0, true, nil)
 		if !ok {
 			panic("not plain DML: " + text)
 		}
@@ -119,7 +129,7 @@ func stmts(texts ...string) *binlog.Transaction {
 		for _, n := range d.Tables {
 			ref := binlog.TableRef{Schema: n.Schema, Table: n.Table}
 			if ref.Schema == "" {
-				ref.Schema = "db"
+				ref.Schema = db
 			}
 			w.Tables = append(w.Tables, ref)
 			if !slices.Contains(t.Tables, ref) {
@@ -141,8 +151,6 @@ func stmts(texts ...string) *binlog.Transaction {
 		}
 		t.Statements = append(t.Statements, w)
 	}
-	t.Events = append(t.Events, query("COMMIT"))
-	return t
 }
 
 // rowCatalog has tables whose columns are known, as the target's catalog
