@@ -3,7 +3,7 @@
 // (gapless_<what>_<unit>[_total]), plus the Go runtime's and the process's
 // own collectors. Every gapless_ metric carries the labels stream and
 // policy; the per-worker ones add worker (at most --workers values), and
-// state and reason take values from closed sets. No label takes a GTID, a
+// state, reason and keys take values from closed sets. No label takes a GTID, a
 // table or a value: nothing grows without bound.
 package status
 
