@@ -650,16 +650,17 @@ func (r *Replica) appliedIn(d uint32) {
 }
 
 // hasApplied reports whether this run committed a transaction of domain d.
-// guardedGroup is a group whose position was written only because its
-// GTID was the last of its domain in the target's binlog.
+// guardedGroup is a group whose position was written only because the
+// target's binlog held no GTID of its domain past it.
 type guardedGroup struct {
 	gi     int64
 	domain uint32
 }
 
 // followsGuarded reports whether the group at gi, of domain d, comes right
-// after a group whose guarded position proved it the last of d in the
-// target's binlog: nothing of this stream has binlogged in d since.
+// after a group whose guarded position proved that the target's binlog
+// held nothing of d past it: nothing of this stream has binlogged in d
+// since, so the group at gi is not there.
 func (r *Replica) followsGuarded(gi int64, d uint32) bool {
 	g := r.guarded.Load()
 	return g != nil && g.gi == gi-1 && g.domain == d

@@ -243,8 +243,8 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		if !skip && len(j.txns) == 1 && target.AppliesAlone(txn) && (first || !w.replica.followsGuarded(j.gi, txn.MariaDB.Domain)) {
 			// A DDL, a non-transactional write or an XA PREPARE is on the
 			// target before its checkpoint: it may be there already. (Not
-			// so right after a group whose guarded position found its GTID
-			// the last of the domain: then the group is not there.)
+			// so right after a group whose guarded position found nothing
+			// of the domain past it: then the group is not there.)
 			skip, err = w.session.AppliedAlone(run, txn, first)
 		}
 		// Whose turn it already is (always so with causal order) commits

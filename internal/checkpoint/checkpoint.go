@@ -213,20 +213,26 @@ func (s *Store) statement(slot int, g gtid.MariaDBGTID, sourceTime time.Time, ca
 }
 
 // Guarded turns a position statement (Statement, CausalStatement) into one
-// that writes its row only when g is the last GTID of its domain in the
-// target's binlog; false when stmt is not such a statement. The statement
+// that writes its row only when the target's binlog holds no GTID of g's
+// domain past g; false when stmt is not such a statement. The statement
 // then changes no row where the target wrote g's group as more than one
-// GTID group (the last then has a later sequence number), or not at all.
-// The values and the update clause stay as they are: the clauses cut at
-// hold no quoted text, and the update clause is the statement's end.
+// GTID group: the last part took a later sequence number. (A group the
+// target did not binlog at all, an XA ROLLBACK of a branch that changed
+// nothing there, passes, as it must.) The domain's sequence number is
+// compared as a string of 20 digits, which turns nothing into a number: a
+// conversion warning is an error under a strict sql_mode, and the statement
+// runs under the source's. The values and the update clause stay as they
+// are: the clauses cut at hold no quoted text, and the update clause is the
+// statement's end.
 func Guarded(stmt string, g gtid.MariaDBGTID) (string, bool) {
 	i := strings.Index(stmt, valuesClause)
 	j := strings.LastIndex(stmt, upsertClause)
 	if i < 0 || j < i {
 		return "", false
 	}
+	last := fmt.Sprintf("COALESCE(LPAD(SUBSTRING_INDEX(REGEXP_SUBSTR(CONCAT(',', @@global.gtid_binlog_pos), ',%d-[0-9]+-[0-9]+'), '-', -1), 20, '0'), '0')", g.Domain)
 	return stmt[:i] + ") SELECT " + stmt[i+len(valuesClause):j] +
-		fmt.Sprintf(" FROM DUAL WHERE FIND_IN_SET('%s', @@global.gtid_binlog_pos)", g) +
+		fmt.Sprintf(" FROM DUAL WHERE %s <= '%020d'", last, g.Seq) +
 		stmt[j+1:], true
 }
 

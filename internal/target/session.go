@@ -294,17 +294,17 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 }
 
 // GuardsPosition reports whether txn, applied alone, has its position
-// written by a guarded statement (guardPosition): once it committed, its
-// GTID was the last of its domain in the target's binlog.
+// written by a guarded statement (guardPosition): once it committed, the
+// target's binlog held no GTID of its domain past it.
 func (s *Session) GuardsPosition(txn *binlog.Transaction) bool {
 	return s.opts.KeepGTID && s.opts.WriteBinlog && shapeOf(txn) == shapeAlone
 }
 
 // guardPosition replaces the position statement in tail with one that
-// writes the position only when g is the last GTID of its domain in the
-// target's binlog (checkpoint.Guarded): that is, when the group just run
-// took exactly its own GTID there. It runs in the same round trip as the
-// group.
+// writes the position only when the target's binlog holds no GTID of g's
+// domain past g (checkpoint.Guarded): that is, when the group just run
+// did not take a sequence number beyond its own there. It runs in the same
+// round trip as the group.
 func guardPosition(tail []string, checkpoint string, g gtid.MariaDBGTID) ([]string, error) {
 	for i, stmt := range tail {
 		if stmt != checkpoint {
