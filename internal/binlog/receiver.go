@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -161,6 +162,7 @@ func (r *Receiver) addr() string { return net.JoinHostPort(r.cfg.Host, strconv.I
 // session runs one binlog dump, from the relay log's end, until it fails.
 func (r *Receiver) session(ctx context.Context) error {
 	loggedIn := false
+	dump := &dumpConn{timeout: 5*r.cfg.Heartbeat + 5*time.Second}
 	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
 		ServerID:            r.cfg.ServerID,
 		Flavor:              mysql.MariaDBFlavor,
@@ -169,11 +171,10 @@ func (r *Receiver) session(ctx context.Context) error {
 		User:                r.cfg.User,
 		Password:            r.cfg.Password,
 		HeartbeatPeriod:     r.cfg.Heartbeat,
-		ReadTimeout:         5*r.cfg.Heartbeat + 5*time.Second,
 		DisableRetrySync:    true,
 		VerifyChecksum:      true,
 		TLSConfig:           r.cfg.TLS,
-		Dialer:              (&net.Dialer{Timeout: r.cfg.DialTimeout}).DialContext,
+		Dialer:              dump.dialer(r.cfg.DialTimeout),
 		RowsEventDecodeFunc: func(*replication.RowsEvent, []byte) error { return nil },
 		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Option: func(*client.Conn) error {
@@ -192,6 +193,8 @@ func (r *Receiver) session(ctx context.Context) error {
 	if err != nil {
 		return r.classify(err, from, loggedIn)
 	}
+	stopWatch := dump.watch(r.cfg.Heartbeat)
+	defer stopWatch()
 	var (
 		format  []byte
 		groups  groupTracker
@@ -199,10 +202,13 @@ func (r *Receiver) session(ctx context.Context) error {
 		current gtid.MariaDBGTID
 	)
 	for {
+		dump.waiting.Store(true)
 		ev, err := streamer.GetEvent(ctx)
+		dump.waiting.Store(false)
 		if err != nil {
 			return r.classify(err, from, true)
 		}
+		dump.events.Add(1)
 		r.connected.Store(true)
 		r.downSince.Store(0)
 		if ev.Header.EventType == replication.FORMAT_DESCRIPTION_EVENT {
@@ -240,6 +246,72 @@ func (r *Receiver) session(ctx context.Context) error {
 			r.lastSource.Store(int64(ev.Header.Timestamp))
 		}
 	}
+}
+
+// dumpConn keeps a silent source from holding the receiver for ever, in
+// place of the binlog library's read timeout, which reads the clock and moves
+// the socket's deadline for every packet (a tenth of gapless's CPU on a busy
+// stream). Here the deadline moves once per heartbeat period, while events
+// arrive or the receiver is busy with those it has: a source that sends
+// neither an event nor a heartbeat for timeout (less one period) while the
+// receiver waits ends the read with a timeout, as before, and the receiver
+// reconnects. The login and the dump request are bounded by timeout too.
+type dumpConn struct {
+	timeout time.Duration
+	events  atomic.Uint64 // events received
+	waiting atomic.Bool   // the receiver waits for the next event
+
+	mu   sync.Mutex
+	conn net.Conn // the dump connection: the first the library dials
+}
+
+// dialer dials the source for the binlog library, with a deadline of
+// timeout on everything until watch takes over.
+func (d *dumpConn) dialer(dialTimeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	dial := (&net.Dialer{Timeout: dialTimeout}).DialContext
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		conn.SetDeadline(time.Now().Add(d.timeout))
+		d.mu.Lock()
+		if d.conn == nil {
+			d.conn = conn
+		}
+		d.mu.Unlock()
+		return conn, nil
+	}
+}
+
+// watch moves the dump connection's read deadline every period until the
+// returned function is called.
+func (d *dumpConn) watch(period time.Duration) (stop func()) {
+	d.mu.Lock()
+	conn := d.conn
+	d.mu.Unlock()
+	if conn == nil {
+		return func() {}
+	}
+	conn.SetWriteDeadline(time.Time{})
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		seen := d.events.Load()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if n := d.events.Load(); n != seen || !d.waiting.Load() {
+				seen = n
+				conn.SetReadDeadline(time.Now().Add(d.timeout))
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // sameFormat compares two format description events, ignoring the header
