@@ -164,19 +164,22 @@ func (r *Receiver) session(ctx context.Context) error {
 	loggedIn := false
 	dump := &dumpConn{timeout: 5*r.cfg.Heartbeat + 5*time.Second}
 	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
-		ServerID:            r.cfg.ServerID,
-		Flavor:              mysql.MariaDBFlavor,
-		Host:                r.cfg.Host,
-		Port:                r.cfg.Port,
-		User:                r.cfg.User,
-		Password:            r.cfg.Password,
-		HeartbeatPeriod:     r.cfg.Heartbeat,
-		DisableRetrySync:    true,
-		VerifyChecksum:      true,
-		TLSConfig:           r.cfg.TLS,
-		Dialer:              dump.dialer(r.cfg.DialTimeout),
-		RowsEventDecodeFunc: func(*replication.RowsEvent, []byte) error { return nil },
-		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
+		ServerID:         r.cfg.ServerID,
+		Flavor:           mysql.MariaDBFlavor,
+		Host:             r.cfg.Host,
+		Port:             r.cfg.Port,
+		User:             r.cfg.User,
+		Password:         r.cfg.Password,
+		HeartbeatPeriod:  r.cfg.Heartbeat,
+		DisableRetrySync: true,
+		VerifyChecksum:   true,
+		TLSConfig:        r.cfg.TLS,
+		Dialer:           dump.dialer(r.cfg.DialTimeout),
+		// The library checks each event's checksum and decodes none but
+		// format descriptions and rotates: the receiver decodes only the
+		// events that cut groups (cutter).
+		RawModeEnabled: true,
+		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Option: func(*client.Conn) error {
 			loggedIn = true
 			return nil
@@ -197,6 +200,7 @@ func (r *Receiver) session(ctx context.Context) error {
 	defer stopWatch()
 	var (
 		format  []byte
+		cutter  = newCutter()
 		groups  groupTracker
 		pending [][]byte
 		current gtid.MariaDBGTID
@@ -211,6 +215,9 @@ func (r *Receiver) session(ctx context.Context) error {
 		dump.events.Add(1)
 		r.connected.Store(true)
 		r.downSince.Store(0)
+		if ev, err = cutter.decode(ev); err != nil {
+			return err
+		}
 		if ev.Header.EventType == replication.FORMAT_DESCRIPTION_EVENT {
 			if format == nil || !sameFormat(format, ev.RawData) {
 				if groups.open() {
@@ -312,6 +319,37 @@ func (d *dumpConn) watch(period time.Duration) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// cutter decodes the few events groupTracker reads (GTID and query events)
+// of a stream the binlog library passed undecoded: the receiver keeps
+// events as they came, and decoding the rest (table maps above all) only
+// cost CPU.
+type cutter struct {
+	parser *replication.BinlogParser
+}
+
+func newCutter() cutter {
+	p := replication.NewBinlogParser()
+	p.SetFlavor("mariadb")
+	p.SetVerifyChecksum(false) // the library checked it
+	return cutter{parser: p}
+}
+
+// decode returns ev decoded when groupTracker reads its content, as it is
+// otherwise. A format description is read too: it says how to read the rest.
+func (c cutter) decode(ev *replication.BinlogEvent) (*replication.BinlogEvent, error) {
+	switch ev.Header.EventType {
+	case replication.FORMAT_DESCRIPTION_EVENT, replication.MARIADB_GTID_EVENT,
+		replication.QUERY_EVENT, replication.MARIADB_QUERY_COMPRESSED_EVENT:
+	default:
+		return ev, nil
+	}
+	decoded, err := safeParse(c.parser, ev.RawData)
+	if err != nil {
+		return nil, fmt.Errorf("source event %s at source position %d: %w", ev.Header.EventType, ev.Header.LogPos, err)
+	}
+	return decoded, nil
 }
 
 // sameFormat compares two format description events, ignoring the header
