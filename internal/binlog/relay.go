@@ -781,7 +781,9 @@ type RelayReader struct {
 	last      int64
 	undecoded error
 	// ahead holds the segment's bytes from aheadAt on, read in large pieces
-	// so that an event costs no system call of its own.
+	// so that an event costs no system call of its own. The events returned
+	// point into it, so its bytes are never written twice: a piece grows
+	// only into its spare capacity, and a read beyond starts a new piece.
 	ahead   []byte
 	aheadAt int64
 }
@@ -789,32 +791,52 @@ type RelayReader struct {
 const readAhead = 256 << 10
 
 // bytesAt returns n bytes of the segment at off, reading ahead up to limit
-// (or to the end of the file when limit < 0). The slice is valid until the next call.
+// (or to the end of the file when limit < 0). The slice stays valid: the
+// reader never writes over bytes it has returned.
 func (r *RelayReader) bytesAt(off, n, limit int64) ([]byte, error) {
-	if off >= r.aheadAt && off+n <= r.aheadAt+int64(len(r.ahead)) {
-		return r.ahead[off-r.aheadAt : off-r.aheadAt+n], nil
+	end := r.aheadAt + int64(len(r.ahead))
+	if off >= r.aheadAt && off+n <= end {
+		return r.ahead[off-r.aheadAt : off-r.aheadAt+n : off-r.aheadAt+n], nil
+	}
+	if r.ahead != nil && off >= r.aheadAt && off <= end && off+n <= r.aheadAt+int64(cap(r.ahead)) {
+		// The piece continues at off and has room: read into its spare capacity.
+		spare := r.aheadAt + int64(cap(r.ahead))
+		if limit >= 0 {
+			spare = max(min(spare, limit), off+n)
+		}
+		got, err := r.file.ReadAt(r.ahead[len(r.ahead):spare-r.aheadAt], end)
+		r.ahead = r.ahead[:len(r.ahead)+got]
+		if off+n > end+int64(got) {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		return r.ahead[off-r.aheadAt : off-r.aheadAt+n : off-r.aheadAt+n], nil
 	}
 	want := max(n, readAhead)
+	piece := make([]byte, want)
 	if limit >= 0 && off+want > limit {
 		want = max(n, limit-off)
 	}
-	if int64(cap(r.ahead)) < want {
-		r.ahead = make([]byte, want)
-	}
-	got, err := r.file.ReadAt(r.ahead[:want], off)
-	r.ahead, r.aheadAt = r.ahead[:got], off
+	got, err := r.file.ReadAt(piece[:want], off)
+	r.ahead, r.aheadAt = piece[:got], off
 	if int64(got) < n {
 		if err == nil {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, err
 	}
-	return r.ahead[:n], nil
+	return r.ahead[:n:n], nil
 }
 
 // NewReader returns a reader positioned before the first segment.
 func (l *RelayLog) NewReader() *RelayReader {
 	r := &RelayReader{log: l, parser: newRelayParser(true)}
+	// A table map's optional metadata (column names, keys, charsets) is
+	// not read: rows decode without it, and the target's own definitions
+	// are what the policies use.
+	r.parser.SetTableMapOptionalMetaDecodeFunc(func([]byte) error { return nil })
 	r.parser.SetRowsEventDecodeFunc(func(re *replication.RowsEvent, body []byte) error {
 		undecoded, err := DecodeRowsOrKeepHeader(re, body)
 		r.undecoded = undecoded
@@ -875,12 +897,10 @@ func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error
 		if size < eventHeaderSize || (growing && r.off+size > limit) {
 			return nil, fmt.Errorf("%w: %s: bad event size %d at byte %d", ErrCorruptRelay, r.file.Name(), size, r.off)
 		}
-		ahead, err := r.bytesAt(r.off, size, limit)
+		data, err := r.bytesAt(r.off, size, limit)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: torn event at byte %d: %v", ErrCorruptRelay, r.file.Name(), r.off, err)
 		}
-		// The event outlives the read-ahead buffer (the Transaction keeps it).
-		data := append(make([]byte, 0, size), ahead...)
 		ev, err := r.decode(data)
 		var ue *UndecodableError
 		if err != nil && !errors.As(err, &ue) {
@@ -896,7 +916,7 @@ func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error
 		if ev.Header.EventType == replication.ROTATE_EVENT {
 			r.file.Close()
 			r.file = nil
-			r.ahead = r.ahead[:0]
+			r.ahead = nil
 			continue
 		}
 		return ev, nil
@@ -971,7 +991,7 @@ func (r *RelayReader) openNext(ctx context.Context) error {
 		r.file = f
 		r.seg = next.number
 		r.off = int64(len(binlogMagic))
-		r.ahead, r.aheadAt = r.ahead[:0], 0
+		r.ahead, r.aheadAt = nil, 0
 		return nil
 	}
 }
