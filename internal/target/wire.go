@@ -29,7 +29,12 @@ import (
 // wire is one target connection.
 type wire struct {
 	c *client.Conn
+	// packet is exec's buffer, kept for the next script while it is
+	// no larger than keptPacket.
+	packet []byte
 }
+
+const keptPacket = 4 << 20
 
 // dialTimeout bounds the TCP connect and the handshake when the URL sets no timeout.
 const dialTimeout = 10 * time.Second
@@ -111,13 +116,19 @@ func (w *wire) exec(stmts []string) error {
 		n += len(s) + 2
 	}
 	// Four bytes of packet header, the command byte, then the script.
-	buf := make([]byte, 5, 5+n)
-	buf[4] = mysql.COM_QUERY
+	buf := w.packet[:0]
+	if cap(buf) < 5+n {
+		buf = make([]byte, 0, 5+n)
+	}
+	buf = append(buf, 0, 0, 0, 0, mysql.COM_QUERY)
 	for i, s := range stmts {
 		if i > 0 {
 			buf = append(buf, ";\n"...)
 		}
 		buf = append(buf, s...)
+	}
+	if cap(buf) <= keptPacket {
+		w.packet = buf
 	}
 	w.c.ResetSequence()
 	if err := w.c.WritePacket(buf); err != nil {
