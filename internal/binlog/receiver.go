@@ -18,11 +18,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
@@ -161,58 +159,28 @@ func (r *Receiver) addr() string { return net.JoinHostPort(r.cfg.Host, strconv.I
 
 // session runs one binlog dump, from the relay log's end, until it fails.
 func (r *Receiver) session(ctx context.Context) error {
-	loggedIn := false
-	dump := &dumpConn{timeout: 5*r.cfg.Heartbeat + 5*time.Second}
-	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
-		ServerID:         r.cfg.ServerID,
-		Flavor:           mysql.MariaDBFlavor,
-		Host:             r.cfg.Host,
-		Port:             r.cfg.Port,
-		User:             r.cfg.User,
-		Password:         r.cfg.Password,
-		HeartbeatPeriod:  r.cfg.Heartbeat,
-		DisableRetrySync: true,
-		VerifyChecksum:   true,
-		TLSConfig:        r.cfg.TLS,
-		Dialer:           dump.dialer(r.cfg.DialTimeout),
-		// The library checks each event's checksum and decodes none but
-		// format descriptions and rotates: the receiver decodes only the
-		// events that cut groups (cutter).
-		RawModeEnabled: true,
-		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Option: func(*client.Conn) error {
-			loggedIn = true
-			return nil
-		},
-	})
-	defer syncer.Close()
-
 	from := r.relay.End()
-	set, err := mysql.ParseMariadbGTIDSet(from.String())
-	if err != nil {
-		return fmt.Errorf("start position %q: %w", from.String(), err)
-	}
-	streamer, err := syncer.StartSyncGTID(set)
+	d, loggedIn, err := r.openDump(ctx, from)
 	if err != nil {
 		return r.classify(err, from, loggedIn)
 	}
-	stopWatch := dump.watch(r.cfg.Heartbeat)
+	defer d.close()
+	stopWatch := d.guard.watch(r.cfg.Heartbeat)
 	defer stopWatch()
 	var (
 		format  []byte
 		cutter  = newCutter()
 		groups  groupTracker
-		pending [][]byte
+		group   []byte // the open group's events, one after the other
+		ends    []int  // where each of them ends in group
+		events  [][]byte
 		current gtid.MariaDBGTID
 	)
 	for {
-		dump.waiting.Store(true)
-		ev, err := streamer.GetEvent(ctx)
-		dump.waiting.Store(false)
+		ev, err := d.next()
 		if err != nil {
 			return r.classify(err, from, true)
 		}
-		dump.events.Add(1)
 		r.connected.Store(true)
 		r.downSince.Store(0)
 		if ev, err = cutter.decode(ev); err != nil {
@@ -223,7 +191,7 @@ func (r *Receiver) session(ctx context.Context) error {
 				if groups.open() {
 					return errors.New("format description event inside a group")
 				}
-				format = ev.RawData
+				format = bytes.Clone(ev.RawData)
 				if err := r.relay.BeginSession(format); err != nil {
 					return &relayError{err}
 				}
@@ -240,91 +208,36 @@ func (r *Receiver) session(ctx context.Context) error {
 		case cutInside:
 			if g, ok := ev.Event.(*replication.MariadbGTIDEvent); ok {
 				current = mariaDBGTID(g)
-				pending = pending[:0]
+				group, ends = group[:0], ends[:0]
 			}
-			pending = append(pending, ev.RawData)
+			group = append(group, ev.RawData...)
+			ends = append(ends, len(group))
 		case cutComplete:
-			pending = append(pending, ev.RawData)
-			if err := r.relay.Append(pending, current); err != nil {
+			group = append(group, ev.RawData...)
+			ends = append(ends, len(group))
+			events = events[:0]
+			at := 0
+			for _, end := range ends {
+				events = append(events, group[at:end])
+				at = end
+			}
+			if err := r.relay.Append(events, current); err != nil {
 				return &relayError{err}
 			}
-			pending = pending[:0]
+			group, ends = group[:0], ends[:0]
+			if cap(group) > 16<<20 {
+				group = nil // a large group's buffer is not kept
+			}
 			r.received.Add(1)
 			r.lastSource.Store(int64(ev.Header.Timestamp))
 		}
 	}
 }
 
-// dumpConn keeps a silent source from holding the receiver for ever, in
-// place of the binlog library's read timeout, which reads the clock and moves
-// the socket's deadline for every packet (a tenth of gapless's CPU on a busy
-// stream). Here the deadline moves once per heartbeat period, while events
-// arrive or the receiver is busy with those it has: a source that sends
-// neither an event nor a heartbeat for timeout (less one period) while the
-// receiver waits ends the read with a timeout, as before, and the receiver
-// reconnects. The login and the dump request are bounded by timeout too.
-type dumpConn struct {
-	timeout time.Duration
-	events  atomic.Uint64 // events received
-	waiting atomic.Bool   // the receiver waits for the next event
-
-	mu   sync.Mutex
-	conn net.Conn // the dump connection: the first the library dials
-}
-
-// dialer dials the source for the binlog library, with a deadline of
-// timeout on everything until watch takes over.
-func (d *dumpConn) dialer(dialTimeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	dial := (&net.Dialer{Timeout: dialTimeout}).DialContext
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		conn.SetDeadline(time.Now().Add(d.timeout))
-		d.mu.Lock()
-		if d.conn == nil {
-			d.conn = conn
-		}
-		d.mu.Unlock()
-		return conn, nil
-	}
-}
-
-// watch moves the dump connection's read deadline every period until the
-// returned function is called.
-func (d *dumpConn) watch(period time.Duration) (stop func()) {
-	d.mu.Lock()
-	conn := d.conn
-	d.mu.Unlock()
-	if conn == nil {
-		return func() {}
-	}
-	conn.SetWriteDeadline(time.Time{})
-	done := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(period)
-		defer tick.Stop()
-		seen := d.events.Load()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			if n := d.events.Load(); n != seen || !d.waiting.Load() {
-				seen = n
-				conn.SetReadDeadline(time.Now().Add(d.timeout))
-			}
-		}
-	}()
-	return func() { close(done) }
-}
-
 // cutter decodes the few events groupTracker reads (GTID and query events)
-// of a stream the binlog library passed undecoded: the receiver keeps
-// events as they came, and decoding the rest (table maps above all) only
-// cost CPU.
+// of the dump (dump.go), which reads events without decoding them: the
+// receiver keeps events as they came, and decoding the rest (table maps
+// above all) only cost CPU.
 type cutter struct {
 	parser *replication.BinlogParser
 }
@@ -332,7 +245,7 @@ type cutter struct {
 func newCutter() cutter {
 	p := replication.NewBinlogParser()
 	p.SetFlavor("mariadb")
-	p.SetVerifyChecksum(false) // the library checked it
+	p.SetVerifyChecksum(false) // the dump checked it
 	return cutter{parser: p}
 }
 
