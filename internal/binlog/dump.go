@@ -197,6 +197,29 @@ type dumpConn struct {
 
 	mu   sync.Mutex
 	conn net.Conn // the dump connection: the first one dialed
+
+	// beforeRead runs before each read from the socket (when the packets
+	// already read are used up), on the reading goroutine; an error it
+	// returns fails the read and stays in flushErr. nil: nothing runs.
+	beforeRead func() error
+	flushErr   error
+}
+
+// hookedConn is the dump connection as the MySQL client reads it: each
+// read from the socket first runs the dumpConn's beforeRead.
+type hookedConn struct {
+	net.Conn
+	d *dumpConn
+}
+
+func (c hookedConn) Read(p []byte) (int, error) {
+	if c.d.beforeRead != nil && c.d.flushErr == nil {
+		if err := c.d.beforeRead(); err != nil {
+			c.d.flushErr = err
+			return 0, err
+		}
+	}
+	return c.Conn.Read(p)
 }
 
 // dialer dials the source, with a deadline of timeout on everything until
@@ -210,11 +233,12 @@ func (d *dumpConn) dialer(dialTimeout time.Duration) func(ctx context.Context, n
 		}
 		conn.SetDeadline(time.Now().Add(d.timeout))
 		d.mu.Lock()
-		if d.conn == nil {
-			d.conn = conn
+		defer d.mu.Unlock()
+		if d.conn != nil {
+			return conn, nil
 		}
-		d.mu.Unlock()
-		return conn, nil
+		d.conn = conn
+		return hookedConn{Conn: conn, d: d}, nil
 	}
 }
 

@@ -158,13 +158,22 @@ func (r *Receiver) Run(ctx context.Context) error {
 func (r *Receiver) addr() string { return net.JoinHostPort(r.cfg.Host, strconv.Itoa(int(r.cfg.Port))) }
 
 // session runs one binlog dump, from the relay log's end, until it fails.
-func (r *Receiver) session(ctx context.Context) error {
+func (r *Receiver) session(ctx context.Context) (err error) {
 	from := r.relay.End()
 	d, loggedIn, err := r.openDump(ctx, from)
 	if err != nil {
 		return r.classify(err, from, loggedIn)
 	}
 	defer d.close()
+	// Groups are buffered (relay.Buffer) while the source's bytes are at
+	// hand, and written before the dump reads the socket again, which may
+	// wait: a busy stream costs a write per read, not per group.
+	d.guard.beforeRead = r.relay.Flush
+	defer func() {
+		if ferr := r.relay.Flush(); ferr != nil && ctx.Err() == nil {
+			err = &relayError{ferr}
+		}
+	}()
 	stopWatch := d.guard.watch(r.cfg.Heartbeat)
 	defer stopWatch()
 	var (
@@ -179,6 +188,9 @@ func (r *Receiver) session(ctx context.Context) error {
 	for {
 		ev, err := d.next()
 		if err != nil {
+			if ferr := d.guard.flushErr; ferr != nil {
+				return &relayError{ferr}
+			}
 			return r.classify(err, from, true)
 		}
 		r.connected.Store(true)
@@ -221,7 +233,7 @@ func (r *Receiver) session(ctx context.Context) error {
 				events = append(events, group[at:end])
 				at = end
 			}
-			if err := r.relay.Append(events, current); err != nil {
+			if err := r.relay.Buffer(events, current); err != nil {
 				return &relayError{err}
 			}
 			group, ends = group[:0], ends[:0]

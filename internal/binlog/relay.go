@@ -113,7 +113,10 @@ type RelayLog struct {
 	addChecksum bool
 	end         gtid.MariaDBPosition
 	lastSync    time.Time
-	buf         []byte
+	// buf holds the groups Buffer took and Flush has not written yet, in
+	// segment format; buffered are their GTIDs.
+	buf      []byte
+	buffered []gtid.MariaDBGTID
 }
 
 // OpenRelay opens (creating if needed) the relay log in opts.Dir and recovers
@@ -574,6 +577,7 @@ func (l *RelayLog) Reset(start gtid.MariaDBPosition) error {
 	}
 	removeSegments(l.segments)
 	l.segments = nil
+	l.buf, l.buffered = l.buf[:0], l.buffered[:0]
 	l.end = start.Clone()
 	l.notifyLocked()
 	return nil
@@ -587,6 +591,9 @@ func (l *RelayLog) notifyLocked() {
 // BeginSession starts a new segment under the source's format description
 // event; the receiver calls it once per connection, before appending.
 func (l *RelayLog) BeginSession(format []byte) error {
+	if err := l.Flush(); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.addChecksum = !formatHasChecksum(format)
@@ -668,12 +675,27 @@ func syncDir(dir string) {
 // Append writes one whole group (raw events, GTID event first) and advances
 // the end position to its GTID.
 func (l *RelayLog) Append(events [][]byte, id gtid.MariaDBGTID) error {
+	if err := l.Buffer(events, id); err != nil {
+		return err
+	}
+	return l.Flush()
+}
+
+// flushSize is how many bytes of groups Buffer holds before it writes them
+// without waiting for Flush.
+const flushSize = 256 << 10
+
+// Buffer adds one whole group (raw events, GTID event first) to the groups
+// waiting to be written; they reach the segment, its readers and the end
+// position together, at the next Flush, or as soon as they hold flushSize
+// bytes. A writer that buffers calls Flush before it waits for more: a
+// group is never held back for the next one to arrive.
+func (l *RelayLog) Buffer(events [][]byte, id gtid.MariaDBGTID) error {
 	l.mu.Lock()
 	if l.active == nil {
 		l.mu.Unlock()
 		return errors.New("relay log: append before BeginSession")
 	}
-	l.buf = l.buf[:0]
 	for _, ev := range events {
 		if l.addChecksum {
 			l.buf = appendWithChecksum(l.buf, ev)
@@ -681,12 +703,43 @@ func (l *RelayLog) Append(events [][]byte, id gtid.MariaDBGTID) error {
 			l.buf = append(l.buf, ev...)
 		}
 	}
-	if _, err := l.active.Write(l.buf); err != nil {
+	l.buffered = append(l.buffered, id)
+	full := len(l.buf) >= flushSize
+	l.mu.Unlock()
+	if full {
+		return l.Flush()
+	}
+	return nil
+}
+
+// Flush writes the buffered groups in one write and advances the end
+// position past them.
+func (l *RelayLog) Flush() error {
+	l.mu.Lock()
+	if len(l.buffered) == 0 {
+		l.mu.Unlock()
+		return nil
+	}
+	if l.active == nil {
+		l.mu.Unlock()
+		return errors.New("relay log: flush without a segment")
+	}
+	written := int64(len(l.buf))
+	_, err := l.active.Write(l.buf)
+	l.buf = l.buf[:0]
+	if cap(l.buf) > 4*flushSize {
+		l.buf = nil // a large group's buffer is not kept
+	}
+	ids := l.buffered
+	l.buffered = l.buffered[:0]
+	if err != nil {
 		l.mu.Unlock()
 		return fmt.Errorf("relay log: write %s: %w", l.segments[len(l.segments)-1].path, err)
 	}
-	l.activeSize += int64(len(l.buf))
-	l.end.Advance(id)
+	l.activeSize += written
+	for _, id := range ids {
+		l.end.Advance(id)
+	}
 	var syncNow *os.File
 	if l.activeSize >= l.opts.SegmentSize {
 		if err := l.rotateLocked(l.format); err != nil {
@@ -708,8 +761,9 @@ func (l *RelayLog) Append(events [][]byte, id gtid.MariaDBGTID) error {
 	return nil
 }
 
-// Close syncs and closes the active segment.
+// Close writes what is buffered, syncs and closes the active segment.
 func (l *RelayLog) Close() error {
+	flushErr := l.Flush()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.active == nil {
@@ -719,7 +773,7 @@ func (l *RelayLog) Close() error {
 	l.active.Close()
 	l.active = nil
 	l.notifyLocked()
-	return err
+	return errors.Join(flushErr, err)
 }
 
 // Purge removes the segments whose every group is contained in applied. The
