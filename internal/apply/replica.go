@@ -129,7 +129,11 @@ type Replica struct {
 	// domainsApplied are the GTID domains this run has committed a
 	// transaction of (see target.Session.AppliedAlone).
 	domainsApplied sync.Map
-	lock           *checkpoint.Lock
+	// guarded is the last group written with a guarded position
+	// (target.Session.GuardsPosition): its GTID was then the last of its
+	// domain in the target's binlog.
+	guarded atomic.Pointer[guardedGroup]
+	lock    *checkpoint.Lock
 	clog           *commitLog
 	workers        []*worker
 	applied        atomic.Int64
@@ -643,6 +647,21 @@ func (r *Replica) appliedIn(d uint32) {
 }
 
 // hasApplied reports whether this run committed a transaction of domain d.
+// guardedGroup is a group whose position was written only because its
+// GTID was the last of its domain in the target's binlog.
+type guardedGroup struct {
+	gi     int64
+	domain uint32
+}
+
+// followsGuarded reports whether the group at gi, of domain d, comes right
+// after a group whose guarded position proved it the last of d in the
+// target's binlog: nothing of this stream has binlogged in d since.
+func (r *Replica) followsGuarded(gi int64, d uint32) bool {
+	g := r.guarded.Load()
+	return g != nil && g.gi == gi-1 && g.domain == d
+}
+
 func (r *Replica) hasApplied(d uint32) bool {
 	_, ok := r.domainsApplied.Load(d)
 	return ok

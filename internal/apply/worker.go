@@ -239,9 +239,13 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		stmt := w.checkpointStatement(j)
 		skip := j.skip
 		var err error
-		if !skip && len(j.txns) == 1 && target.AppliesAlone(txn) {
-			// A DDL, a non-transactional write or an XA PREPARE is on the target before its checkpoint: it may be there already.
-			skip, err = w.session.AppliedAlone(run, txn, attempted || !w.replica.hasApplied(txn.MariaDB.Domain))
+		first := attempted || !w.replica.hasApplied(txn.MariaDB.Domain)
+		if !skip && len(j.txns) == 1 && target.AppliesAlone(txn) && (first || !w.replica.followsGuarded(j.gi, txn.MariaDB.Domain)) {
+			// A DDL, a non-transactional write or an XA PREPARE is on the
+			// target before its checkpoint: it may be there already. (Not
+			// so right after a group whose guarded position found its GTID
+			// the last of the domain: then the group is not there.)
+			skip, err = w.session.AppliedAlone(run, txn, first)
 		}
 		// Whose turn it already is (always so with causal order) commits
 		// in the same round trip as it executes.
@@ -293,6 +297,10 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		}
 		if err == nil {
 			executed = false
+			if !skip && len(j.txns) == 1 && w.session.GuardsPosition(txn) {
+				// Before the commit is known: the next group may start then.
+				w.replica.guarded.Store(&guardedGroup{gi: j.gi, domain: txn.MariaDB.Domain})
+			}
 			w.committed(j)
 			return nil
 		}

@@ -169,9 +169,11 @@ func (s *Store) Position(ctx context.Context) (gtid.MariaDBPosition, error) {
 
 // Statement is the SQL a worker runs inside the transaction that applies g.
 func (s *Store) Statement(slot int, g gtid.MariaDBGTID, sourceTime time.Time) string {
-	// DEFAULT, not '': the statement runs under whatever sql_mode the
-	// source's last statement left, and EMPTY_STRING_IS_NULL makes '' NULL.
-	return s.statement(slot, g, sourceTime, "DEFAULT", "NULL")
+	// low_water and above are left to their defaults, which the update
+	// names too: not '', since the statement runs under whatever sql_mode
+	// the source's last statement left, and EMPTY_STRING_IS_NULL makes ''
+	// NULL. (Nor DEFAULT among the values, which Guarded's SELECT refuses.)
+	return s.statement(slot, g, sourceTime, "", "low_water = DEFAULT(low_water), above = NULL")
 }
 
 // CausalStatement is Statement under causal commit order: it also records
@@ -185,16 +187,47 @@ func (s *Store) CausalStatement(slot int, g gtid.MariaDBGTID, sourceTime time.Ti
 	if lw == "" {
 		lw = "-" // nothing gap-less yet, but the row is a causal one
 	}
-	return s.statement(slot, g, sourceTime, quote(lw), quote(strings.Join(list, ",")))
+	return s.statement(slot, g, sourceTime, ", "+quote(lw)+", "+quote(strings.Join(list, ",")),
+		"low_water = VALUES(low_water), above = VALUES(above)")
 }
 
-func (s *Store) statement(slot int, g gtid.MariaDBGTID, sourceTime time.Time, lowWater, above string) string {
-	return fmt.Sprintf("INSERT INTO %s.checkpoint (stream, domain_id, slot, server_id, seq_no, source_time, applied_at, low_water, above) "+
-		"VALUES (%s, %d, %d, %d, %d, %d, '%s', %s, %s) ON DUPLICATE KEY UPDATE "+
+// The clauses around a position statement's values, where Guarded cuts it.
+const (
+	valuesClause = ") VALUES ("
+	upsertClause = ") ON DUPLICATE KEY UPDATE "
+)
+
+// statement is the position row's upsert; causal is the values of
+// low_water and above after a comma, or "" to leave them to their
+// defaults, and causalUpdate what the update sets them to.
+func (s *Store) statement(slot int, g gtid.MariaDBGTID, sourceTime time.Time, causal, causalUpdate string) string {
+	columns := "stream, domain_id, slot, server_id, seq_no, source_time, applied_at"
+	if causal != "" {
+		columns += ", low_water, above"
+	}
+	return fmt.Sprintf("INSERT INTO %s.checkpoint (%s"+valuesClause+"%s, %d, %d, %d, %d, %d, '%s'%s"+upsertClause+
 		"server_id = VALUES(server_id), seq_no = VALUES(seq_no), source_time = VALUES(source_time), "+
-		"applied_at = VALUES(applied_at), low_water = VALUES(low_water), above = VALUES(above)",
-		Schema, quote(s.stream), g.Domain, slot, g.Server, g.Seq, sourceTime.Unix(),
-		time.Now().UTC().Format("2006-01-02 15:04:05.000000"), lowWater, above)
+		"applied_at = VALUES(applied_at), %s",
+		Schema, columns, quote(s.stream), g.Domain, slot, g.Server, g.Seq, sourceTime.Unix(),
+		time.Now().UTC().Format("2006-01-02 15:04:05.000000"), causal, causalUpdate)
+}
+
+// Guarded turns a position statement (Statement, CausalStatement) into one
+// that writes its row only when g is the last GTID of its domain in the
+// target's binlog; false when stmt is not such a statement. The statement
+// then changes no row where the target wrote g's group as more than one
+// GTID group (the last then has a later sequence number), or not at all.
+// The values and the update clause stay as they are: the clauses cut at
+// hold no quoted text, and the update clause is the statement's end.
+func Guarded(stmt string, g gtid.MariaDBGTID) (string, bool) {
+	i := strings.Index(stmt, valuesClause)
+	j := strings.LastIndex(stmt, upsertClause)
+	if i < 0 || j < i {
+		return "", false
+	}
+	return stmt[:i] + ") SELECT " + stmt[i+len(valuesClause):j] +
+		fmt.Sprintf(" FROM DUAL WHERE FIND_IN_SET('%s', @@global.gtid_binlog_pos)", g) +
+		stmt[j+1:], true
 }
 
 // Seed records start as the stream's position (slot AloneSlots, outside the

@@ -245,3 +245,39 @@ func TestStopWhileTheSourceHoldsATemporaryTable(t *testing.T) {
 	requireEqual(t, sb)
 	sameDomain0("after the second run")
 }
+
+// TestGroupTheTargetSplitStopsTheRun makes the target split a group: a
+// source in STATEMENT format logs a transaction that writes InnoDB, sets a
+// savepoint (so it must run in one transaction) and then writes MyISAM as
+// one group; the target, which logs in MIXED format, must log the MyISAM
+// write as rows, at once, in a GTID group of its own, and the rest at
+// COMMIT in another, which takes the source's next sequence number and
+// would make it look applied. The run must stop at that group, with its
+// position not written, and say so.
+func TestGroupTheTargetSplitStopsTheRun(t *testing.T) {
+	sb := sandbox.UpForTest(t, sandbox.Options{Fast: true})
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE gs",
+		"CREATE TABLE gs.m (id INT PRIMARY KEY) ENGINE=MyISAM",
+		"CREATE TABLE gs.t (id INT PRIMARY KEY) ENGINE=InnoDB",
+		"SET SESSION binlog_format=STATEMENT",
+		"BEGIN", "INSERT INTO gs.t VALUES (1)", "SAVEPOINT a", "INSERT INTO gs.m VALUES (1)", "COMMIT",
+		"INSERT INTO gs.t VALUES (2)",
+	)
+	split := domain0(t, sb.Primary)
+	split.Seq--
+	r := gapless(t, nil, "replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
+		"--until", binlogPos(t, sb.Primary), "--relay-dir", filepath.Join(t.TempDir(), "relay"), "--progress", "0")
+	if r.code == 0 {
+		t.Fatalf("gapless went on past a group the target split\nstderr:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, split.String()) || !strings.Contains(r.stderr, "more than one GTID group") {
+		t.Fatalf("the message does not name %s as a group the target split:\n%s", split, r.stderr)
+	}
+	before := split
+	before.Seq--
+	status := gapless(t, nil, "status", "--target", sb.TargetURL)
+	if !strings.Contains(status.stdout, before.String()) {
+		t.Fatalf("the position should stay at %s, before the split group:\n%s%s", before, status.stdout, status.stderr)
+	}
+}

@@ -93,6 +93,8 @@ var reproCases = map[string]reproCase{
 	"27_oracle_view_terminator":                {noTargetBinlog: true},
 	"28_alter_versioned_table":                 {},
 	"29_roles":                                 {noTargetBinlog: true},
+	"30_fulltext_after_batched_writes":         {},
+	"31_trigger_from_memory_to_innodb":         {nonTransactional: true},
 	"21_compressed_columns_row":                {row: true},
 	"22_time_old_format_row":                   {row: true},
 	"23_second_gtid_domain":                    {noTargetBinlog: true},

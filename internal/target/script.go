@@ -5,6 +5,7 @@
 package target
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -18,6 +19,18 @@ const (
 	expectedMark  = "\x00"
 	toleratedMark = "\x01"
 )
+
+// guardMark opens a position statement made by checkpoint.Guarded: should
+// it change no row, its group was not one GTID group in the target's
+// binlog, and run fails with errNotOneGroup.
+const guardMark = "\x02"
+
+// errNotOneGroup: a group the target binlogged as it executed did not take
+// exactly its own GTID there. The second part would hold the sequence
+// number of the source's next transaction, which would then be taken for
+// applied: the run stops instead, its position not written.
+var errNotOneGroup = errors.New("the target wrote this transaction to its binlog as more than one GTID group, which gapless cannot yet keep as one; it is applied, but its position is not written: " +
+	"report it as a gapless bug with the source's binlog of this transaction, and to go on, rebuild the target or replicate with --no-target-binlog")
 
 // errXARollback is XA_RBROLLBACK.
 const errXARollback = 1402

@@ -26,6 +26,7 @@ import (
 	ckpt "gapless/internal/checkpoint"
 	"gapless/internal/dburl"
 	"gapless/internal/gtid"
+	"gapless/internal/statement"
 )
 
 // Options say how transactions are written.
@@ -224,15 +225,19 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 	}
 	xaPrepare := len(txns) == 1 && shapeOf(first) == shapeXAPrepare
 	park := xaPrepare && s.temporary
-	// A group the target binlogs as it executes is checked once it has run:
-	// it must be one GTID group there (see checkOneGroup).
-	alone := len(txns) == 1 && AppliesAlone(first) && s.opts.KeepGTID && s.opts.WriteBinlog
+	if len(txns) == 1 && s.GuardsPosition(first) {
+		// A group the target binlogs as it executes must be one GTID
+		// group there: its position is written only if so.
+		if tail, err = guardPosition(tail, checkpoint, first.MariaDB); err != nil {
+			return newApplyError(first, err)
+		}
+	}
 	switch {
 	case xaPrepare:
 		// The prepared XA transaction holds this connection until it ends:
-		// the position goes in on a new one.
+		// the position goes in on a new one; checkOneGroup checks it.
 		s.tail = tail
-	case commit && !alone && !crashBeforePosition(first):
+	case commit && !crashBeforePosition(first):
 		script = append(script, tail...)
 	default:
 		s.tail = tail
@@ -277,7 +282,7 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 			return newApplyError(first, err)
 		}
 	}
-	if alone {
+	if xaPrepare && s.opts.KeepGTID && s.opts.WriteBinlog {
 		if err := s.checkOneGroup(first); err != nil {
 			s.Rollback(context.Background())
 			return newApplyError(first, err)
@@ -287,6 +292,33 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 		return s.Commit(context.Background(), first)
 	}
 	return nil
+}
+
+// GuardsPosition reports whether txn, applied alone, has its position
+// written by a guarded statement (guardPosition): once it committed, its
+// GTID was the last of its domain in the target's binlog.
+func (s *Session) GuardsPosition(txn *binlog.Transaction) bool {
+	return s.opts.KeepGTID && s.opts.WriteBinlog && shapeOf(txn) == shapeAlone
+}
+
+// guardPosition replaces the position statement in tail with one that
+// writes the position only when g is the last GTID of its domain in the
+// target's binlog (checkpoint.Guarded): that is, when the group just run
+// took exactly its own GTID there. It runs in the same round trip as the
+// group.
+func guardPosition(tail []string, checkpoint string, g gtid.MariaDBGTID) ([]string, error) {
+	for i, stmt := range tail {
+		if stmt != checkpoint {
+			continue
+		}
+		guarded, ok := ckpt.Guarded(stmt, g)
+		if !ok {
+			return nil, fmt.Errorf("gapless bug: the position statement cannot be guarded: %s", stmt)
+		}
+		tail[i] = guardMark + guarded
+		return tail, nil
+	}
+	return nil, fmt.Errorf("gapless bug: the position statement of %s is missing from its script", g)
 }
 
 // checkOneGroup makes sure a group the target binlogged as it executed
@@ -305,8 +337,7 @@ func (s *Session) checkOneGroup(txn *binlog.Transaction) error {
 		return fmt.Errorf("target @@gtid_binlog_pos: %w", err)
 	}
 	if last, ok := pos.Get(txn.MariaDB.Domain); ok && last.Seq > txn.MariaDB.Seq {
-		return fmt.Errorf("the target wrote this transaction to its binlog as more than one GTID group (its binlog now ends at %s), which gapless cannot yet keep as one; it is applied, but its position is not written: "+
-			"report it as a gapless bug with the source's binlog of this transaction, and to go on, rebuild the target or replicate with --no-target-binlog", last)
+		return fmt.Errorf("%w (the target's binlog now ends at %s)", errNotOneGroup, last)
 	}
 	return nil
 }
@@ -326,16 +357,21 @@ func (s *Session) reopen() error {
 // Batchable reports whether txn may share a target transaction with its
 // neighbours: a MariaDB transaction on transactional tables only that ends
 // in an XID, of row events or of statements (each statement runs under its
-// own session state inside the batch, as it would alone).
+// own session state inside the batch, as it would alone), none of which
+// searches a full-text index.
 func Batchable(txn *binlog.Transaction) bool {
 	if txn.Flavor != binlog.FlavorMariaDB || txn.Has(binlog.FlagStandalone) || txn.Has(binlog.FlagDDL) ||
 		!txn.Has(binlog.FlagTransactional|binlog.FlagAllowParallel) || len(txn.Events) == 0 {
 		return false
 	}
 	for _, ev := range txn.Events {
-		switch ev.Data.(type) {
+		switch e := ev.Data.(type) {
+		case *replication.QueryEvent:
+			if mayMatchFulltext(e.Query) {
+				return false
+			}
 		case *replication.TableMapEvent, *replication.RowsEvent, *replication.MariadbAnnotateRowsEvent,
-			*replication.XIDEvent, *replication.QueryEvent, *replication.IntVarEvent:
+			*replication.XIDEvent, *replication.IntVarEvent:
 		case *replication.GenericEvent:
 			if t := ev.Header.EventType; t != replication.RAND_EVENT && t != replication.USER_VAR_EVENT {
 				return false
@@ -345,6 +381,22 @@ func Batchable(txn *binlog.Transaction) bool {
 		}
 	}
 	return shapeOf(txn) == shapeTransaction
+}
+
+// mayMatchFulltext reports whether a statement may search a full-text
+// index (MATCH ... AGAINST). InnoDB shows a full-text index the changes of
+// committed transactions only, so such a statement batched behind earlier
+// source transactions would not see their rows, and would silently find
+// what the source did not: it starts a target transaction of its own. The
+// word is looked for anywhere in the text; a false match costs one batch.
+func mayMatchFulltext(query []byte) bool {
+	const word = "against"
+	for i := 0; i+len(word) <= len(query); i++ {
+		if c := query[i] | 0x20; c == 'a' && bytes.EqualFold(query[i:i+len(word)], []byte(word)) {
+			return true
+		}
+	}
+	return false
 }
 
 // batchScript applies Batchable transactions as one target transaction,
@@ -409,12 +461,25 @@ func (s *Session) Rollback(ctx context.Context) {
 func (s *Session) run(script []string) error {
 	var packet []string
 	size := 0
+	guard := -1 // the packet's guarded position statement
 	send := func(expect, tolerate uint16) error {
-		err := s.conn.exec(packet)
-		packet, size = packet[:0], 0
-		return checkExpected(err, expect, tolerate)
+		err := checkExpected(s.conn.exec(packet), expect, tolerate)
+		if err == nil && guard >= 0 {
+			switch {
+			case guard >= len(s.conn.affected):
+				err = errors.New("the position statement did not run") // nothing after an error runs
+			case s.conn.affected[guard] == 0:
+				err = errNotOneGroup
+			}
+		}
+		packet, size, guard = packet[:0], 0, -1
+		return err
 	}
 	for _, stmt := range script {
+		guarded := strings.HasPrefix(stmt, guardMark)
+		if guarded {
+			stmt = stmt[len(guardMark):]
+		}
 		expect, tolerate, text := splitExpected(stmt)
 		if len(text) > s.maxStatement {
 			if len(packet) > 0 {
@@ -431,6 +496,9 @@ func (s *Session) run(script []string) error {
 			if err := send(0, 0); err != nil {
 				return err
 			}
+		}
+		if guarded {
+			guard = len(packet)
 		}
 		packet = append(packet, text)
 		size += len(text) + 2
@@ -498,7 +566,7 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 	}
 	// A MariaDB GTID event stands for BEGIN unless the group is a standalone statement.
 	begun := txn.Flavor == binlog.FlavorMariaDB && !txn.Has(binlog.FlagStandalone)
-	if begun && apart == 0 {
+	if begun && apart == 0 && !s.autocommitStatement(txn, shape) {
 		begin()
 	}
 	body, ended, err := s.events(txn, body, &tail, begun, begin)
@@ -750,33 +818,56 @@ func (s *Session) rowsApart(txn *binlog.Transaction) bool {
 // split it (the group may touch only transactional tables; the flag says
 // only that some table is not).
 func (s *Session) statementsApart(txn *binlog.Transaction, shape groupShape) int {
+	if n, _ := s.nonTransactionalStatements(txn, shape); n >= 2 {
+		return n
+	}
+	return 0
+}
+
+// autocommitStatement reports whether txn is one DML statement that is not
+// transactional on the target, which then runs in autocommit, not inside
+// the transaction the source's GTID stands for, on a target that binlogs
+// the source's GTIDs. A statement that writes a non-transactional table
+// and, through a trigger, a transactional one is unsafe to log as a
+// statement inside a multi-statement transaction, so the target would log
+// its rows instead, each engine's in a GTID group of its own; the source
+// logged it as one statement, so it ran it outside such a transaction (or
+// logged in STATEMENT format), and in autocommit the target logs it as one
+// group too. (Should it still split, checkOneGroup stops the run.)
+func (s *Session) autocommitStatement(txn *binlog.Transaction, shape groupShape) bool {
+	n, text := s.nonTransactionalStatements(txn, shape)
+	return n == 1 && statement.IsDML(text)
+}
+
+// nonTransactionalStatements counts the statements of a group of
+// statements that is not transactional, on a target that binlogs the
+// source's GTIDs, and returns the last; 0 for any other group, or one that
+// needs its transaction (ROLLBACK, savepoints).
+func (s *Session) nonTransactionalStatements(txn *binlog.Transaction, shape groupShape) (n int, last string) {
 	if shape != shapeAlone || !s.opts.KeepGTID || !s.opts.WriteBinlog || txn.Flavor != binlog.FlavorMariaDB || s.whole ||
 		txn.Has(binlog.FlagTransactional) || txn.Has(binlog.FlagDDL) || txn.Has(binlog.FlagStandalone) || completesXA(txn) {
-		return 0
+		return 0, ""
 	}
-	n := 0
 	for _, ev := range txn.Events {
 		switch e := ev.Data.(type) {
 		case *replication.TableMapEvent:
-			return 0
+			return 0, ""
 		case *replication.QueryEvent:
 			text := strings.TrimSpace(string(e.Query))
 			switch strings.ToUpper(text) {
 			case "BEGIN", "COMMIT":
 			case "ROLLBACK":
-				return 0
+				return 0, ""
 			default:
 				if startsWithWord(text, "SAVEPOINT") || startsWithWord(text, "ROLLBACK") || startsWithWord(text, "RELEASE") {
-					return 0 // savepoints need the one transaction
+					return 0, "" // savepoints need the one transaction
 				}
 				n++
+				last = text
 			}
 		}
 	}
-	if n < 2 {
-		return 0
-	}
-	return n
+	return n, last
 }
 
 // unsupportedEvent is the error for an event gapless cannot apply.

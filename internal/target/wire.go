@@ -32,6 +32,9 @@ type wire struct {
 	// packet is exec's buffer, kept for the next script while it is
 	// no larger than keptPacket.
 	packet []byte
+	// affected: per statement of the last exec that answered, the rows it
+	// changed (0 for a result set).
+	affected []uint64
 }
 
 const keptPacket = 4 << 20
@@ -134,6 +137,7 @@ func (w *wire) exec(stmts []string) error {
 	if err := w.c.WritePacket(buf); err != nil {
 		return connError(err)
 	}
+	w.affected = w.affected[:0]
 	for range stmts {
 		if err := w.readOK(); err != nil {
 			return err
@@ -151,10 +155,13 @@ func (w *wire) readOK() error {
 	}
 	switch p[0] {
 	case mysql.OK_HEADER:
+		rows, _, _ := mysql.LengthEncodedInt(p[1:])
+		w.affected = append(w.affected, rows)
 		return nil
 	case mysql.ERR_HEADER:
 		return serverError(w.c.HandleErrorPacket(p))
 	}
+	w.affected = append(w.affected, 0)
 	// A result set: column definitions, rows, each list ended by EOF (or
 	// an OK in the EOF's place).
 	for ends := 0; ends < 2; {
