@@ -35,6 +35,7 @@ type wire struct {
 	// affected: per statement of the last exec that answered, the rows it
 	// changed (0 for a result set).
 	affected []uint64
+	answer   []byte // readPacket's buffer
 }
 
 const keptPacket = 4 << 20
@@ -149,7 +150,7 @@ func (w *wire) exec(stmts []string) error {
 // readOK reads one statement's answer: OK, or its error. A result set is
 // read to its end; none of the statements gapless sends returns rows.
 func (w *wire) readOK() error {
-	p, err := w.c.ReadPacket()
+	p, err := w.readPacket()
 	if err != nil {
 		return connError(err)
 	}
@@ -165,7 +166,7 @@ func (w *wire) readOK() error {
 	// A result set: column definitions, rows, each list ended by EOF (or
 	// an OK in the EOF's place).
 	for ends := 0; ends < 2; {
-		if p, err = w.c.ReadPacket(); err != nil {
+		if p, err = w.readPacket(); err != nil {
 			return connError(err)
 		}
 		switch {
@@ -176,6 +177,16 @@ func (w *wire) readOK() error {
 		}
 	}
 	return nil
+}
+
+// readPacket reads the next packet into the wire's answer buffer: it is
+// valid until the next read (serverError copies what it keeps of it).
+func (w *wire) readPacket() ([]byte, error) {
+	p, err := w.c.ReadPacketReuseMem(w.answer[:0])
+	if err == nil && cap(p) <= keptPacket {
+		w.answer = p
+	}
+	return p, err
 }
 
 // queryString runs a query that returns one row and returns its first column.
