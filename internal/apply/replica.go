@@ -132,13 +132,13 @@ type Replica struct {
 	// guarded is the last group written with a guarded position
 	// (target.Session.GuardsPosition): its GTID was then the last of its
 	// domain in the target's binlog.
-	guarded atomic.Pointer[guardedGroup]
-	lock    *checkpoint.Lock
-	clog           *commitLog
-	workers        []*worker
-	applied        atomic.Int64
-	filtered       atomic.Int64
-	batches        atomic.Int64
+	guarded  atomic.Pointer[guardedGroup]
+	lock     *checkpoint.Lock
+	clog     *commitLog
+	workers  []*worker
+	applied  atomic.Int64
+	filtered atomic.Int64
+	batches  atomic.Int64
 	// rolledBack counts the transactions of batches a stop rolled back.
 	rolledBack atomic.Int64
 	// statements counts the statement transactions each worker slot
