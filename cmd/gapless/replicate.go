@@ -351,6 +351,9 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		}
 		fmt.Printf("statement transactions per worker (0: the statement session): %s\n", strings.Join(per, " "))
 	}
+	if f.verbose && res.StatementRowKeys+res.StatementWholeTables > 0 {
+		fmt.Printf("tables named by statement transactions: %d by row keys, %d whole\n", res.StatementRowKeys, res.StatementWholeTables)
+	}
 	return nil
 }
 

@@ -50,6 +50,14 @@ const (
 	ConflictLockWait = "lock_wait"
 )
 
+// How a table named by a group of statements was taken (Snapshot.StatementTables).
+const (
+	// StatementRowKeys: by the row keys of the rows the statements' text says.
+	StatementRowKeys = "row_keys"
+	// StatementWholeTable: whole, as any row of it may be written.
+	StatementWholeTable = "whole_table"
+)
+
 // Histogram buckets, upper bounds.
 var (
 	BatchSizeBuckets     = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
@@ -93,6 +101,9 @@ type Snapshot struct {
 	// wait for an earlier one that writes the same table: where the
 	// parallelism goes (what analyze calls chains). Cumulative.
 	Serialized map[string]int64
+	// StatementTables counts the tables groups of statements named, by
+	// how the policy took them (Statement*). Cumulative.
+	StatementTables map[string]int64
 }
 
 // WorkerView is one worker in a Snapshot.
@@ -166,6 +177,8 @@ type observed struct {
 	receiver       *binlog.Receiver // the session's, under Replica.mu
 	// decodedBytes counts the bytes of the transactions decoded from the relay log.
 	decodedBytes atomic.Int64
+	// statementRowKeys and statementWholeTables: see Snapshot.StatementTables.
+	statementRowKeys, statementWholeTables atomic.Int64
 
 	mu         sync.Mutex
 	retries    map[string]int64
@@ -310,6 +323,10 @@ func (r *Replica) Snapshot() Snapshot {
 		Applied: r.applied.Load(), AppliedBytes: r.obs.appliedBytes.Load(), Filtered: r.filtered.Load(),
 		Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), WatchdogKills: r.obs.watchdogKills.Load(),
 		BatchSize: r.obs.batchSize.read(), CommitSeconds: r.obs.commitSeconds.read(),
+		StatementTables: map[string]int64{
+			StatementRowKeys:    r.obs.statementRowKeys.Load(),
+			StatementWholeTable: r.obs.statementWholeTables.Load(),
+		},
 	}
 	r.obs.mu.Lock()
 	s.Retries = maps.Clone(r.obs.retries)

@@ -116,6 +116,9 @@ type Result struct {
 	// Statements counts, per worker slot, the transactions of source
 	// statements it committed (slot 0 is the statement session).
 	Statements map[int]int64
+	// StatementRowKeys and StatementWholeTables count the tables groups of
+	// statements named, taken by row keys or whole (Snapshot.StatementTables).
+	StatementRowKeys, StatementWholeTables int64
 }
 
 // Replica is one run of gapless replicate.
@@ -279,9 +282,11 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	if err != nil {
 		return Result{}, err
 	}
-	if ws, ok := policy.(*schedule.Writeset); ok {
+	ws, _ := policy.(*schedule.Writeset)
+	if ws != nil {
 		ws.Warn = func(msg string) { r.log.Warn(msg) }
 	}
+	var rowKeyTables, wholeTables uint64 // what ws said last
 
 	pipeCtx, cancelPipe := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelPipe()
@@ -451,6 +456,12 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 				}
 			}
 		}
+		if ws != nil {
+			rows, whole := ws.StatementTables()
+			r.obs.statementRowKeys.Add(int64(rows - rowKeyTables))
+			r.obs.statementWholeTables.Add(int64(whole - wholeTables))
+			rowKeyTables, wholeTables = rows, whole
+		}
 		r.observeDispatch(j, inflight, policy.Barrier())
 		inflight[j.gi] = j
 		w := takeWorker(target.NeedsStatementSession(batch[0]))
@@ -468,7 +479,8 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			if received != nil {
 				<-recvErr
 			}
-			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), Reason: reason, Statements: maps.Clone(r.statements)}, runErr
+			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), Reason: reason, Statements: maps.Clone(r.statements),
+				StatementRowKeys: r.obs.statementRowKeys.Load(), StatementWholeTables: r.obs.statementWholeTables.Load()}, runErr
 		}
 		var in <-chan *binlog.Transaction
 		if !stopping && len(idle) > 0 && barrier == 0 {

@@ -10,6 +10,7 @@
 package binlog
 
 import (
+	"math"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -22,6 +23,7 @@ import (
 type StatementReader struct {
 	analyzer  *statement.Analyzer
 	temporary *statement.Temporary
+	numbers   []statement.Number // reused from statement to statement
 }
 
 func NewStatementReader() *StatementReader {
@@ -35,7 +37,7 @@ func (r *StatementReader) Read(txn *Transaction) {
 		return
 	}
 	known := txn.Has(FlagTransactional|FlagAllowParallel) && !txn.Has(FlagDDL) && !txn.Has(FlagStandalone) && !txn.OpaqueRows
-	var named []statement.Name
+	var writes []StatementWrites
 	variables := map[string]bool{} // user variables an event has set so far
 	statements := 0
 	for _, ev := range txn.Events {
@@ -81,12 +83,12 @@ func (r *StatementReader) Read(txn *Transaction) {
 				continue
 			}
 			statements++
-			dml, ok := r.read1(e, text, state, variables)
+			w, ok := r.read1(e, text, state, variables)
 			if !ok {
 				known = false
 				continue
 			}
-			named = append(named, dml...)
+			writes = append(writes, w)
 		default:
 			known = false
 		}
@@ -95,45 +97,65 @@ func (r *StatementReader) Read(txn *Transaction) {
 		return
 	}
 	txn.Flags |= FlagKnownStatements
-	for _, n := range named {
-		txn.touch(n.Schema, n.Table)
+	txn.Statements = writes
+	for _, w := range writes {
+		for _, n := range w.Tables {
+			txn.touch(n.Schema, n.Table)
+		}
 	}
 }
 
 // read1 reads one DML statement: the tables it names, with the default
-// database filled in, when it may run on any apply session.
-func (r *StatementReader) read1(e *replication.QueryEvent, text string, state SessionState, variables map[string]bool) ([]statement.Name, bool) {
+// database filled in, and its rows when its text says them, when it may
+// run on any apply session.
+func (r *StatementReader) read1(e *replication.QueryEvent, text string, state SessionState, variables map[string]bool) (StatementWrites, bool) {
+	var w StatementWrites
 	if e.ErrorCode != 0 || !state.HasCharset {
-		return nil, false // a statement logged with an error must fail as it did: it stays on the statement session
+		return w, false // a statement logged with an error must fail as it did: it stays on the statement session
 	}
 	if len(UnsafeKinds(text)) > 0 {
-		return nil, false // unsafe for statement-based replication: applied as MariaDB's replica would, alone
+		return w, false // unsafe for statement-based replication: applied as MariaDB's replica would, alone
 	}
 	charset, _, ok := CollationByID(uint32(state.CharsetClient))
 	if !ok || !lexableCharset(charset) {
-		return nil, false
+		return w, false
 	}
-	dml, ok := r.analyzer.DML(text, state.SQLMode, strings.HasPrefix(charset, "utf8"))
+	dml, numbers, ok := r.analyzer.DMLNumbers(text, state.SQLMode, strings.HasPrefix(charset, "utf8"), r.numbers)
+	r.numbers = numbers
 	if !ok {
-		return nil, false
+		return w, false
 	}
 	for _, v := range dml.Variables {
 		if !variables[v] {
-			return nil, false // a user variable this group does not set: another session's
+			return w, false // a user variable this group does not set: another session's
 		}
 	}
 	db := string(e.Schema)
-	names := make([]statement.Name, 0, len(dml.Tables))
+	w.Tables = make([]TableRef, 0, len(dml.Tables))
 	for _, n := range dml.Tables {
 		if n.Schema == "" {
 			n.Schema = db
 		}
 		if n.Schema == "" || r.temporary.Holds(n.Schema, n.Table) {
-			return nil, false
+			return w, false
 		}
-		names = append(names, n)
+		w.Tables = append(w.Tables, TableRef{Schema: n.Schema, Table: n.Table})
 	}
-	return names, true
+	if rows := dml.Rows; rows != nil && len(w.Tables) == 1 {
+		w.Rows = rows
+		w.Values = make([]int64, 0, len(rows.Literals)*len(rows.Columns))
+		for _, literals := range rows.Literals {
+			for _, n := range literals {
+				v, ok := statement.Value(text, numbers, n, math.MaxInt64)
+				if !ok {
+					w.Values = append(w.Values, -1)
+					continue
+				}
+				w.Values = append(w.Values, int64(v))
+			}
+		}
+	}
+	return w, true
 }
 
 // lexableCharset reports whether text in charset can be read byte by byte

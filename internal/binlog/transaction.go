@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"gapless/internal/gtid"
+	"gapless/internal/statement"
 )
 
 // Flavor is the kind of server that wrote the binlog.
@@ -61,6 +62,19 @@ type TableRef struct {
 
 func (t TableRef) String() string { return t.Schema + "." + t.Table }
 
+// StatementWrites is what one plain DML statement writes.
+type StatementWrites struct {
+	// Tables it names, with the default database filled in.
+	Tables []TableRef
+	// Rows are the rows it may write, when its text says them (then it
+	// names one table); nil when it may write any row of its tables.
+	Rows *statement.Rows
+	// Values[r*len(Rows.Columns)+c] is row r's value of Rows.Columns[c],
+	// from the text; -1 when the text gives no plain number below 2^63
+	// for it.
+	Values []int64
+}
+
 // Event is one binlog event of a transaction: the exact bytes the source sent
 // (header, body and checksum) and their decoded form.
 type Event struct {
@@ -106,6 +120,11 @@ type Transaction struct {
 	// Filtered is true when the replication filters leave nothing of the
 	// group to apply: it only advances the position.
 	Filtered bool
+
+	// Statements are what the statements of a FlagKnownStatements group
+	// write, in order: per statement, the tables it names and, when its
+	// text says them plainly, its rows (meaningless without the flag).
+	Statements []StatementWrites
 
 	// OpaqueRows is true when some row event's rows could not be decoded
 	// (see Event.Undecoded): the transaction applies like any other, but its

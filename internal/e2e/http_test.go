@@ -281,7 +281,7 @@ func checkMetrics(t *testing.T, base string, workers int) {
 		}
 	}
 	// Labels: only names from a closed set, whose values cannot grow without bound.
-	bounded := map[string]bool{"stream": true, "policy": true, "worker": true, "state": true, "reason": true}
+	bounded := map[string]bool{"stream": true, "policy": true, "worker": true, "state": true, "reason": true, "keys": true}
 	for name, mf := range families {
 		if !strings.HasPrefix(name, "gapless_") {
 			continue

@@ -86,3 +86,37 @@ func BenchmarkAdmitCommitted(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAdmitStatements is the writeset policy on sysbench's
+// oltp_write_only transactions logged as statements (MIXED): two updates,
+// a delete and an insert by primary key on 4 tables, each taking row keys.
+func BenchmarkAdmitStatements(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	stream := make([]*binlog.Transaction, 1024)
+	for i := range stream {
+		id, tbl := 1+r.IntN(10000), func() string { return fmt.Sprintf("sbtest%d", 1+r.IntN(4)) }
+		t := tbl()
+		stream[i] = stmts(
+			fmt.Sprintf("UPDATE %s SET k=k+1 WHERE id=%d", tbl(), 1+r.IntN(10000)),
+			fmt.Sprintf("UPDATE %s SET c='%d-%d' WHERE id=%d", tbl(), i, id, 1+r.IntN(10000)),
+			fmt.Sprintf("DELETE FROM %s WHERE id=%d", t, id),
+			fmt.Sprintf("INSERT INTO %s (id, k, c, pad) VALUES (%d, %d, '%d', 'pad')", t, id, r.IntN(10000), i))
+	}
+	c := rowCatalog()
+	for i := 1; i <= 4; i++ {
+		c.tables[fmt.Sprintf("db.sbtest%d", i)] = c.tables["db.sb"]
+	}
+	p := NewWriteset(c)
+	b.ReportAllocs()
+	for gi := int64(1); b.Loop(); gi++ {
+		if _, err := p.Admit(gi, stream[gi%int64(len(stream))]); err != nil {
+			b.Fatal(err)
+		}
+		if gi > benchInFlight {
+			p.Committed(gi - benchInFlight)
+		}
+	}
+	if rows, whole := p.StatementTables(); rows == 0 || whole != 0 {
+		b.Fatalf("tables by row keys %d, whole %d", rows, whole)
+	}
+}

@@ -18,7 +18,9 @@ import (
 // genTxn is a random transaction with the keys it truly writes, worked out
 // apart from the policy: rows by primary key and unique value (folded as a
 // case-insensitive collation does), the parent a child row refers to, one key
-// for a table without keys, one for a database, and "*" for a DDL.
+// for a table without keys, one for a database, and "*" for a DDL. Some are
+// groups of statements (under MIXED): those that say their rows write
+// those; those that do not may write every row of their table.
 type genTxn struct {
 	txn  *binlog.Transaction
 	keys []string
@@ -30,7 +32,8 @@ func propCatalog() *fakeCatalog {
 	c := &fakeCatalog{tables: map[string]*TableInfo{}}
 	for _, s := range propSchemas {
 		c.tables[s+".a"] = table(key("PRIMARY", 0), ciKey("u", 1))
-		c.tables[s+".b"] = table(key("PRIMARY", 0))
+		c.tables[s+".b"] = &TableInfo{Keys: []UniqueKey{key("PRIMARY", 0)},
+			Columns: []Column{{Name: "id", IntegerBits: 32, Plain: true}, {Name: "v", Plain: true}}}
 		c.tables[s+".heap"] = &TableInfo{}
 		c.tables[s+".parent"] = &TableInfo{Keys: []UniqueKey{key("PRIMARY", 0)}, ForeignKeys: true}
 		c.tables[s+".child"] = &TableInfo{Keys: []UniqueKey{key("PRIMARY", 0)}, ForeignKeys: true}
@@ -57,16 +60,23 @@ func genStream(r *rand.Rand, n int) []genTxn {
 		}
 		var events []binlog.Event
 		var keys []string
+		var statements []string // in database s0
 		add := func(schema string, k ...string) {
 			keys = append(keys, "schema:"+schema)
 			for _, x := range k {
 				keys = append(keys, schema+"."+x)
 			}
 		}
+		mixed := r.IntN(3) == 0 // a group of statements, and maybe rows
 		for range 1 + r.IntN(4) {
 			s := propSchemas[r.IntN(len(propSchemas))]
 			id, id2 := r.IntN(8), r.IntN(8)
-			switch r.IntN(7) {
+			kind := r.IntN(7)
+			if mixed && r.IntN(4) != 0 {
+				kind = 7 + r.IntN(6)
+				s = "s0"
+			}
+			switch kind {
 			case 0, 1:
 				u := r.IntN(6)
 				events = append(events, rows(s, "a", row(int64(id), spellings(u))))
@@ -92,9 +102,45 @@ func genStream(r *rand.Rand, n int) []genTxn {
 					add(s, fmt.Sprint("child.pk:", 100+id2))
 				}
 				add(s, fmt.Sprint("parent.pk:", id))
+			// statements on s0 (ids 0 to 7; a 0 the policy must take whole)
+			case 7:
+				statements = append(statements, fmt.Sprintf("UPDATE b SET v = CONCAT(v, 'x') WHERE id = %d", id))
+				add(s, fmt.Sprint("b.pk:", id))
+			case 8:
+				statements = append(statements, fmt.Sprintf("DELETE FROM b WHERE id = %d", id))
+				add(s, fmt.Sprint("b.pk:", id))
+			case 9:
+				statements = append(statements, fmt.Sprintf("INSERT INTO b (id, v) VALUES (%d, 'x'), (%d, 'y')", id, id2))
+				add(s, fmt.Sprint("b.pk:", id), fmt.Sprint("b.pk:", id2))
+			case 10:
+				statements = append(statements, fmt.Sprintf("UPDATE b SET v = 'z' WHERE id > %d", id))
+				for k := range 8 {
+					add(s, fmt.Sprint("b.pk:", k))
+				}
+			case 11:
+				// a's second unique key is a string: whole
+				statements = append(statements, fmt.Sprintf("UPDATE a SET v = 1 WHERE id = %d", id))
+				for k := range 8 {
+					add(s, fmt.Sprint("a.pk:", k))
+				}
+				for u := range 6 {
+					add(s, fmt.Sprint("a.u:", u))
+				}
+			case 12:
+				statements = append(statements, fmt.Sprintf("REPLACE INTO b (id, v) VALUES (%d, 'r')", id))
+				add(s, fmt.Sprint("b.pk:", id))
 			}
 		}
-		out[i] = genTxn{txn: dml(events...), keys: keys}
+		txn := dml(events...)
+		if len(statements) > 0 {
+			txn.Events = txn.Events[:len(txn.Events)-1]
+			addStatements(txn, "s0", statements...)
+			txn.Events = append(txn.Events, query("COMMIT"))
+			if !slices.Contains(txn.Schemas, "s0") {
+				txn.Schemas = append(txn.Schemas, "s0")
+			}
+		}
+		out[i] = genTxn{txn: txn, keys: keys}
 	}
 	return out
 }

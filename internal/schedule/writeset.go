@@ -16,10 +16,12 @@
 //   - tables with foreign keys (either side): one resource shared by all of
 //     them, exclusively, since a child row and its parent have different keys;
 //   - statements the decoder could read (binlog.FlagKnownStatements: plain
-//     DML naming its tables): every table they name, whole, exclusively. A
-//     statement may touch any row of its table, so it conflicts with every
-//     row key of the table (each row change takes its table shared) and with
-//     every other statement on it;
+//     DML naming its tables): the row keys of the rows the text says it
+//     writes, with its table shared, where statements.go can tell them
+//     for certain; otherwise every table it names, whole, exclusively. Such
+//     a statement may touch any row of its table, so it conflicts with
+//     every row key of the table (each row change takes its table shared)
+//     and with every other statement on it;
 //   - DDL and other statement-format transactions: a barrier.
 package schedule
 
@@ -49,6 +51,20 @@ type UniqueKey struct {
 type TableInfo struct {
 	Keys        []UniqueKey // primary key first; unique keys of NOT NULL or nullable columns
 	ForeignKeys bool        // the table references or is referenced by a foreign key
+	// Columns in table order, for statements whose rows their text says
+	// (statements.go); empty when not known.
+	Columns []Column
+}
+
+// Column is what statements.go needs to know of a column.
+type Column struct {
+	Name string // lower case
+	// IntegerBits is 8, 16, 24, 32 or 64 for TINYINT to BIGINT, signed or
+	// not; 0 for any other type.
+	IntegerBits int
+	// Plain: a stored column the server never fills by itself on UPDATE
+	// (not generated, not a row start or end, no ON UPDATE).
+	Plain bool
 }
 
 // Catalog answers questions about the target's tables; a nil *TableInfo
@@ -69,6 +85,10 @@ type Writeset struct {
 	warned   bool
 	keysSeen uint64
 	prefixes []uint64 // per key of the table at hand, the hash of database, table and index
+	// statement keys: see statements.go
+	statementRows, statementTables uint64
+	pending                        []uint64
+	row                            []interface{}
 }
 
 func NewWriteset(c Catalog) *Writeset { return &Writeset{catalog: c, ledger: newLedger()} }
@@ -88,7 +108,7 @@ func (p *Writeset) Admit(gi int64, txn *binlog.Transaction) (Deps, error) {
 		return tidy(deps), nil
 	}
 	if txn.Has(binlog.FlagKnownStatements) {
-		deps, err := p.statementTables(gi, txn, deps)
+		deps, err := p.statementKeys(gi, txn, deps)
 		return tidy(deps), err
 	}
 	var err error
@@ -100,24 +120,6 @@ func (p *Writeset) Admit(gi int64, txn *binlog.Transaction) (Deps, error) {
 		}
 	}
 	return tidy(deps), nil
-}
-
-// statementTables takes every table a transaction of statements names
-// (its row events' tables among them), whole.
-func (p *Writeset) statementTables(gi int64, txn *binlog.Transaction, deps Deps) (Deps, error) {
-	for _, t := range txn.Tables {
-		info, err := p.catalog.Table(t.Schema, t.Table)
-		if err != nil {
-			return deps, err
-		}
-		if info == nil || info.ForeignKeys {
-			// Unknown here (it was known when the applier looked): taken
-			// with the foreign-key tables too, to be safe.
-			deps = p.ledger.take(gi, fkResource, true, deps)
-		}
-		deps = p.ledger.take(gi, tableResource(t.Schema, t.Table), true, deps)
-	}
-	return deps, nil
 }
 
 // tableResource is a whole table. Names are folded: a statement may spell
@@ -147,11 +149,7 @@ func (p *Writeset) rowKeys(gi int64, ev *replication.RowsEvent, opaque bool, dep
 		return p.ledger.take(gi, tableRes, true, deps), nil
 	}
 	deps = p.ledger.take(gi, tableRes, false, deps)
-	p.prefixes = p.prefixes[:0]
-	for _, key := range info.Keys {
-		h := fnvString(fnvByte(fnvString(fnvByte(fnvString(fnvOffset, schema), 0), table), 0), key.Name)
-		p.prefixes = append(p.prefixes, h)
-	}
+	p.prefixes = keyPrefixes(p.prefixes[:0], schema, table, info)
 	for i, row := range ev.Rows {
 		var skipped []int
 		if i < len(ev.SkippedColumns) {
@@ -171,6 +169,18 @@ func (p *Writeset) rowKeys(gi int64, ev *replication.RowsEvent, opaque bool, dep
 		}
 	}
 	return deps, nil
+}
+
+// keyPrefixes appends, per key of a table, the hash of its database, table
+// and index, names folded as tableResource folds them: a statement may
+// spell a table in another case than the row events do.
+func keyPrefixes(prefixes []uint64, schema, table string, info *TableInfo) []uint64 {
+	schema, table = strings.ToLower(schema), strings.ToLower(table)
+	for _, key := range info.Keys {
+		h := fnvString(fnvByte(fnvString(fnvByte(fnvString(fnvOffset, schema), 0), table), 0), key.Name)
+		prefixes = append(prefixes, h)
+	}
+	return prefixes
 }
 
 const (

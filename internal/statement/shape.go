@@ -27,8 +27,9 @@ type Lexing struct {
 	UTF8 bool
 }
 
-// shape returns the shape of text, and false when it cannot be read safely.
-func shape(text string, lx Lexing) (out string, ok bool) {
+// shape returns the shape of text, and false when it cannot be read
+// safely; the numbers it wrote as 0 are appended to numbers.
+func shape(text string, lx Lexing, numbers []Number) (out string, _ []Number, ok bool) {
 	var b strings.Builder
 	b.Grow(len(text))
 	n := len(text)
@@ -38,17 +39,17 @@ func shape(text string, lx Lexing) (out string, ok bool) {
 		case c == '\'' || c == '"' && !lx.ANSIQuotes:
 			end, ok := quoted(text, i, c, !lx.NoBackslashEscapes)
 			if !ok {
-				return "", false
+				return "", numbers, false
 			}
 			b.WriteString("''")
 			i = end
 		case c == '`' || c == '"' && lx.ANSIQuotes:
 			end, ok := quoted(text, i, c, false)
 			if !ok {
-				return "", false
+				return "", numbers, false
 			}
 			if !lx.UTF8 && !isASCII(text[i:end]) {
-				return "", false
+				return "", numbers, false
 			}
 			b.WriteString(text[i:end])
 			i = end
@@ -64,7 +65,7 @@ func shape(text string, lx Lexing) (out string, ok bool) {
 			if j < n && (text[j] == '\'' || text[j] == '"' || text[j] == '`') {
 				end, ok := quoted(text, j, text[j], text[j] != '`' && !lx.NoBackslashEscapes)
 				if !ok {
-					return "", false
+					return "", numbers, false
 				}
 				j = end
 			} else {
@@ -74,17 +75,17 @@ func shape(text string, lx Lexing) (out string, ok bool) {
 				}
 			}
 			if !lx.UTF8 && !isASCII(text[i:j]) {
-				return "", false
+				return "", numbers, false
 			}
 			b.WriteString(text[i:j])
 			i = j
 		case c == '/' && i+1 < n && text[i+1] == '*':
 			if i+2 < n && (text[i+2] == '!' || text[i+2] == 'M' && i+3 < n && text[i+3] == '!') {
-				return "", false
+				return "", numbers, false
 			}
 			end := strings.Index(text[i+2:], "*/")
 			if end < 0 {
-				return "", false
+				return "", numbers, false
 			}
 			b.WriteByte(' ')
 			i += end + 4
@@ -93,7 +94,7 @@ func shape(text string, lx Lexing) (out string, ok bool) {
 			b.WriteByte(' ')
 		case c == '-' && i+1 < n && text[i+1] == '-':
 			if i+2 < n && text[i+2] > ' ' {
-				return "", false // minus minus, which another lexer might take for a comment
+				return "", numbers, false // minus minus, which another lexer might take for a comment
 			}
 			i = lineEnd(text, i)
 			b.WriteByte(' ')
@@ -109,10 +110,11 @@ func shape(text string, lx Lexing) (out string, ok bool) {
 			// a parser may read as a qualified name (00.t).
 			nextToDot := i > 0 && text[i-1] == '.' || j < n && text[j] == '.'
 			if allDigits(word) && !nextToDot {
+				numbers = append(numbers, Number{Start: i, End: j, shapeAt: b.Len()})
 				b.WriteByte('0')
 			} else {
 				if !lx.UTF8 && !isASCII(word) {
-					return "", false
+					return "", numbers, false
 				}
 				b.WriteString(word)
 			}
@@ -122,7 +124,7 @@ func shape(text string, lx Lexing) (out string, ok bool) {
 			i++
 		}
 	}
-	return b.String(), true
+	return b.String(), numbers, true
 }
 
 // quoted returns the end (just past the closing quote) of the quoted token

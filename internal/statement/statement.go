@@ -44,6 +44,9 @@ type DML struct {
 	// Variables are the user variables it reads or sets, lower case (user
 	// variable names are not case-sensitive).
 	Variables []string
+	// Rows are the rows it may write, when its text says them plainly
+	// (rows.go); nil otherwise.
+	Rows *Rows
 }
 
 // sql_mode bits (MariaDB's, equal to MySQL's and the parser's for these).
@@ -93,26 +96,36 @@ func NewAnalyzer() *Analyzer {
 // (its status variables'); utf8 says its text is in utf8mb3 or utf8mb4.
 // The result is shared: callers must not change it.
 func (a *Analyzer) DML(text string, sqlMode uint64, utf8 bool) (*DML, bool) {
+	d, _, ok := a.DMLNumbers(text, sqlMode, utf8, nil)
+	return d, ok
+}
+
+// DMLNumbers is DML that also returns where the numbers of text lie (for
+// the values of DML.Rows: Value), appended to numbers[:0].
+func (a *Analyzer) DMLNumbers(text string, sqlMode uint64, utf8 bool, numbers []Number) (*DML, []Number, bool) {
 	if sqlMode&modeDialects != 0 || !IsDML(text) {
-		return nil, false
+		return nil, numbers, false
 	}
 	lx := Lexing{ANSIQuotes: sqlMode&modeANSIQuotes != 0, NoBackslashEscapes: sqlMode&modeNoBackslashEscapes != 0, UTF8: utf8}
-	sh, ok := shape(text, lx)
+	sh, numbers, ok := shape(text, lx, numbers[:0])
 	if !ok {
-		return nil, false
+		return nil, numbers, false
 	}
 	key := cacheKey{mode: sqlMode & modeParse, shape: sh}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if d, ok := a.cache[key]; ok {
-		return d, d != nil
+		return d, numbers, d != nil
 	}
 	d := a.parse(sh, sqlMode&modeParse)
+	if d != nil {
+		d.Rows = a.readRows(sh, sqlMode&modeParse, numbers, len(d.Tables))
+	}
 	if len(a.cache) >= cacheSize {
 		clear(a.cache)
 	}
 	a.cache[key] = d
-	return d, d != nil
+	return d, numbers, d != nil
 }
 
 // IsDML is a cheap first look: whether text starts, past blanks and plain
@@ -144,19 +157,25 @@ func IsDML(text string) bool {
 	}
 }
 
-// parse reads one shape; nil when it is not plain DML that can be read.
-func (a *Analyzer) parse(sh string, mode uint64) (d *DML) {
+// parseNodes parses text under mode; false unless it is one statement.
+func (a *Analyzer) parseNodes(text string, mode uint64) (nodes []ast.StmtNode, ok bool) {
 	defer func() {
 		// The parser's literal driver panics on some values (a decimal
 		// beyond its precision): refused, and a new parser for the next.
 		if recover() != nil {
-			d = nil
+			nodes, ok = nil, false
 			a.parser = parser.New()
 		}
 	}()
 	a.parser.SetSQLMode(mysql.SQLMode(mode))
-	nodes, _, err := a.parser.ParseSQL(sh)
-	if err != nil || len(nodes) != 1 {
+	nodes, _, err := a.parser.ParseSQL(text)
+	return nodes, err == nil && len(nodes) == 1
+}
+
+// parse reads one shape; nil when it is not plain DML that can be read.
+func (a *Analyzer) parse(sh string, mode uint64) *DML {
+	nodes, ok := a.parseNodes(sh, mode)
+	if !ok {
 		return nil
 	}
 	switch n := nodes[0].(type) {

@@ -110,8 +110,8 @@ func TestShapeJoinsOnlyLiterals(t *testing.T) {
 		{"UPDATE t SET a=1 /* x */", "UPDATE t SET a=2 /* y */"},
 	}
 	for _, p := range same {
-		a, okA := shape(p[0], Lexing{UTF8: true})
-		b, okB := shape(p[1], Lexing{UTF8: true})
+		a, _, okA := shape(p[0], Lexing{UTF8: true}, nil)
+		b, _, okB := shape(p[1], Lexing{UTF8: true}, nil)
 		if !okA || !okB || a != b {
 			t.Errorf("%q and %q: shapes %q and %q, want one", p[0], p[1], a, b)
 		}
@@ -126,13 +126,13 @@ func TestShapeJoinsOnlyLiterals(t *testing.T) {
 		{"INSERT INTO t VALUES ('a\\', 'b'), (t1)", "INSERT INTO t VALUES ('a\\', 'c'), (t2)"},
 	}
 	for _, p := range differ {
-		a, okA := shape(p[0], Lexing{UTF8: true})
-		b, okB := shape(p[1], Lexing{UTF8: true})
+		a, _, okA := shape(p[0], Lexing{UTF8: true}, nil)
+		b, _, okB := shape(p[1], Lexing{UTF8: true}, nil)
 		if okA && okB && a == b {
 			t.Errorf("%q and %q: one shape %q", p[0], p[1], a)
 		}
 	}
-	if _, ok := shape("UPDATE tä SET a=1", Lexing{}); ok {
+	if _, _, ok := shape("UPDATE tä SET a=1", Lexing{}, nil); ok {
 		t.Errorf("a name beyond ASCII in a text not in UTF-8 was read")
 	}
 }

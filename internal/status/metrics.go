@@ -3,7 +3,7 @@
 // (gapless_<what>_<unit>[_total]), plus the Go runtime's and the process's
 // own collectors. Every gapless_ metric carries the labels stream and
 // policy; the per-worker ones add worker (at most --workers values), and
-// state and reason take values from closed sets. No label takes a GTID, a
+// state, reason and keys take values from closed sets. No label takes a GTID, a
 // table or a value: nothing grows without bound.
 package status
 
@@ -42,6 +42,7 @@ type collector struct {
 	up, applied, appliedBytes, filtered, targetTxns, received, receivedBytes *prometheus.Desc
 	lag, behind, relayBytes, queueTxns, queueBytes, sourceConnected          *prometheus.Desc
 	workerState, retries, conflicts, watchdogKills, batchSize, commitSeconds *prometheus.Desc
+	statementTables                                                          *prometheus.Desc
 }
 
 func newMetrics(s *Server) http.Handler {
@@ -67,6 +68,7 @@ func newMetrics(s *Server) http.Handler {
 		workerState:     desc("worker_state", "1 for the state each worker is in, 0 for the others.", "worker", "state"),
 		retries:         desc("retries_total", "Transactions (or batches) run again, by reason.", "reason"),
 		conflicts:       desc("conflicts_total", "Transactions that could not run beside the ones before them, by reason.", "reason"),
+		statementTables: desc("statement_tables_total", "Tables named by groups of statements, by how the policy took them: by the row keys the statements' text says, or whole.", "keys"),
 		watchdogKills:   desc("watchdog_kills_total", "Statements of later transactions the watchdog interrupted to free a lock an earlier one waited for."),
 		batchSize:       desc("batch_size_transactions", "Source transactions per target transaction."),
 		commitSeconds:   desc("commit_duration_seconds", "Seconds from a worker taking a job (one transaction or a batch) to its commit, waits for dependencies and for the commit turn included."),
@@ -131,6 +133,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.conflicts, snap.Conflicts[reason], reason)
 	}
 	counter(c.watchdogKills, snap.WatchdogKills)
+	for _, keys := range []string{apply.StatementRowKeys, apply.StatementWholeTable} {
+		counter(c.statementTables, snap.StatementTables[keys], keys)
+	}
 	ch <- histogram(c.batchSize, snap.BatchSize)
 	ch <- histogram(c.commitSeconds, snap.CommitSeconds)
 }

@@ -85,6 +85,9 @@ type Live struct {
 	Retries       map[string]int64 `json:"retries"`
 	Conflicts     map[string]int64 `json:"conflicts"`
 	WatchdogKills int64            `json:"watchdog_kills"`
+	// StatementTables: tables named by groups of statements, by how the
+	// policy took them (row_keys, whole_table).
+	StatementTables map[string]int64 `json:"statement_tables,omitempty"`
 	// Chains: the tables whose transactions waited for each other most in
 	// the last ChainWindow.
 	Chains []Chain `json:"chains"`

@@ -337,6 +337,7 @@ func (s *Server) Stream(window time.Duration) Stream {
 	maps.Copy(live.Retries, snap.Retries)
 	maps.Copy(live.Conflicts, snap.Conflicts)
 	live.WatchdogKills = snap.WatchdogKills
+	live.StatementTables = maps.Clone(snap.StatementTables)
 	live.Chains = s.chainsLocked(snap.Serialized)
 	return st
 }

@@ -174,15 +174,20 @@ func readKeys(ctx context.Context, db *sql.DB, schema, table string) (*schedule.
 	}
 	position := map[string]int{}
 	collation := map[string]string{}
+	info := &schedule.TableInfo{}
 	for i, col := range columns {
 		position[col["Field"]] = i
 		collation[col["Field"]] = strings.ToLower(col["Collation"])
+		info.Columns = append(info.Columns, schedule.Column{
+			Name:        strings.ToLower(col["Field"]),
+			IntegerBits: integerBits(col["Type"]),
+			Plain:       plainColumn(col["Extra"]),
+		})
 	}
 	indexes, err := QueryRows(ctx, db, "SHOW INDEX FROM "+name)
 	if err != nil {
 		return nil, err
 	}
-	info := &schedule.TableInfo{}
 	var key *schedule.UniqueKey
 	for _, ix := range indexes {
 		if ix["Non_unique"] != "0" {
@@ -193,6 +198,11 @@ func readKeys(ctx context.Context, db *sql.DB, schema, table string) (*schedule.
 			key = &info.Keys[len(info.Keys)-1]
 		}
 		col := ix["Column_name"]
+		if _, ok := position[col]; !ok {
+			// A key over a column SHOW COLUMNS does not show (a hidden
+			// one): statements on the table take it whole.
+			info.Columns = nil
+		}
 		prefix, _ := strconv.Atoi(ix["Sub_part"])
 		coll := collation[col]
 		key.Columns = append(key.Columns, position[col])
@@ -203,6 +213,39 @@ func readKeys(ctx context.Context, db *sql.DB, schema, table string) (*schedule.
 	// The primary key first: it is the one a row image cannot lack.
 	sort.SliceStable(info.Keys, func(i, j int) bool { return info.Keys[i].Name == "PRIMARY" && info.Keys[j].Name != "PRIMARY" })
 	return info, nil
+}
+
+// integerBits returns the width of an integer column type as SHOW COLUMNS
+// writes it ("int(10) unsigned"), 0 for any other type.
+func integerBits(columnType string) int {
+	name, _, _ := strings.Cut(strings.ToLower(columnType), "(")
+	name, _, _ = strings.Cut(name, " ")
+	switch name {
+	case "tinyint":
+		return 8
+	case "smallint":
+		return 16
+	case "mediumint":
+		return 24
+	case "int", "integer":
+		return 32
+	case "bigint":
+		return 64
+	}
+	return 0
+}
+
+// plainColumn reports whether a column, by SHOW COLUMNS' Extra, is one the
+// server fills only from what a statement says: not generated, not a
+// system-versioning row start or end, not set ON UPDATE. Anything Extra may
+// say that is not known here counts as not plain.
+func plainColumn(extra string) bool {
+	for _, word := range strings.Fields(strings.ToLower(extra)) {
+		if word != "auto_increment" && word != "invisible" {
+			return false
+		}
+	}
+	return true
 }
 
 // QueryRows runs a SHOW statement and returns its rows by column name.

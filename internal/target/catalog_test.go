@@ -81,3 +81,53 @@ func TestCatalogFindsForeignKeyTables(t *testing.T) {
 		}
 	}
 }
+
+// The catalog tells the integer columns a statement's numbers may key,
+// and the columns the server fills by itself, as SHOW COLUMNS shows them.
+func TestCatalogReadsColumns(t *testing.T) {
+	srv := sandbox.StartForTest(t, sandbox.ServerConfig{Name: "target"})
+	ctx := context.Background()
+	if err := srv.Exec(ctx,
+		"CREATE DATABASE c",
+		"CREATE TABLE c.t (ID INT UNSIGNED AUTO_INCREMENT PRIMARY KEY, tiny TINYINT(1), small SMALLINT ZEROFILL, "+
+			"med MEDIUMINT, big BIGINT UNSIGNED, dec1 DECIMAL(10,0), s VARCHAR(10), y YEAR, b BIT(8), "+
+			"g INT AS (tiny + 1) VIRTUAL, p INT AS (tiny + 2) PERSISTENT, hidden INT INVISIBLE, "+
+			"ts TIMESTAMP DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, UNIQUE KEY (big)) ENGINE=InnoDB",
+		"CREATE TABLE c.versioned (id INT PRIMARY KEY, v INT) ENGINE=InnoDB WITH SYSTEM VERSIONING",
+	); err != nil {
+		t.Fatal(err)
+	}
+	db, err := srv.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	info, err := NewCatalog(db).Table("c", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, col := range info.Columns {
+		got = append(got, fmt.Sprintf("%s:%d:%v", col.Name, col.IntegerBits, col.Plain))
+	}
+	want := "[id:32:true tiny:8:true small:16:true med:24:true big:64:true dec1:0:true s:0:true y:0:true b:0:true " +
+		"g:32:false p:32:false hidden:32:true ts:0:false]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("columns\n%v\nwant\n%s", got, want)
+	}
+	if len(info.Keys) != 2 || info.Keys[0].Name != "PRIMARY" || fmt.Sprint(info.Keys[1].Columns) != "[4]" {
+		t.Errorf("keys %+v", info.Keys)
+	}
+	info, err = NewCatalog(db).Table("c", "versioned")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("system-versioned: keys %+v, columns %+v", info.Keys, info.Columns)
+	for _, key := range info.Keys {
+		for _, col := range key.Columns {
+			if len(info.Columns) > 0 && col < len(info.Columns) && info.Columns[col].Name != "id" && info.Columns[col].Plain {
+				t.Errorf("system-versioned: key column %+v counts as plain", info.Columns[col])
+			}
+		}
+	}
+}
