@@ -49,6 +49,7 @@ type replicateFlags struct {
 	segmentSize    int64
 	verbose        bool
 	cpuProfile     string
+	memProfile     string
 	workers        int
 	maxQueued      int64
 	doDB, ignoreDB []string
@@ -132,6 +133,8 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
 	fl.StringVar(&f.http, "http", "", "serve the status page, /metrics and /status at this address (PORT or HOST:PORT; a bare port is on 127.0.0.1)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (for gapless's developers)")
 	fl.MarkHidden("cpuprofile")
+	fl.StringVar(&f.memProfile, "memprofile", "", "write a Go profile of the run's allocations to this file at its end (for gapless's developers)")
+	fl.MarkHidden("memprofile")
 	return cmd
 }
 
@@ -309,6 +312,14 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		defer out.Close()
 		pprof.StartCPUProfile(out)
 		defer pprof.StopCPUProfile()
+	}
+	if f.memProfile != "" {
+		defer func() {
+			if out, err := os.Create(f.memProfile); err == nil {
+				pprof.Lookup("allocs").WriteTo(out, 0)
+				out.Close()
+			}
+		}()
 	}
 	tuneGC(f.maxQueued)
 	began := time.Now()

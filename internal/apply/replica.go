@@ -135,13 +135,13 @@ type Replica struct {
 	// guarded is the last group written with a guarded position
 	// (target.Session.GuardsPosition): its GTID was then the last of its
 	// domain in the target's binlog.
-	guarded atomic.Pointer[guardedGroup]
-	lock    *checkpoint.Lock
-	clog           *commitLog
-	workers        []*worker
-	applied        atomic.Int64
-	filtered       atomic.Int64
-	batches        atomic.Int64
+	guarded  atomic.Pointer[guardedGroup]
+	lock     *checkpoint.Lock
+	clog     *commitLog
+	workers  []*worker
+	applied  atomic.Int64
+	filtered atomic.Int64
+	batches  atomic.Int64
 	// rolledBack counts the transactions of batches a stop rolled back.
 	rolledBack atomic.Int64
 	// statements counts the statement transactions each worker slot
@@ -309,7 +309,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		r.cfg.MaxQueued = 64 << 20
 	}
 	budget := newByteBudget(r.cfg.MaxQueued)
-	txns := make(chan *binlog.Transaction, 4096)
+	txns := make(chan *binlog.Transaction, queueDepth(r.cfg.BatchMax))
 	r.observeSession(relay, txns, budget)
 	decErr := make(chan error, 1)
 	go func() {
@@ -552,6 +552,15 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			}
 		}
 	}
+}
+
+// queueDepth is how many decoded transactions wait for the coordinator: a
+// few full batches, so that gather finds a batch's worth whenever the
+// decoder keeps up, and not many more. A transaction decoded far ahead
+// only holds memory (several times its size in the binlog) that the
+// garbage collector scans and the cache loses, until it is applied.
+func queueDepth(batchMax int) int {
+	return max(1024, 4*batchMax)
 }
 
 // gather takes txn and, while more are queued, the transactions after it

@@ -191,11 +191,16 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Trans
 	return txn, nil
 }
 
+// eventsPerGroup is the room a new transaction has for its events before
+// its slice grows: a few statements' annotate, table map and row events.
+const eventsPerGroup = 16
+
 // begin opens a transaction at its GTID event.
 func (d *Decoder) begin(ev *replication.BinlogEvent) *Transaction {
 	txn := &Transaction{
 		Begin:      Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event},
 		Format:     d.format,
+		Events:     make([]Event, 0, eventsPerGroup),
 		Size:       len(ev.RawData),
 		SourceTime: time.Unix(int64(ev.Header.Timestamp), 0),
 	}
@@ -232,12 +237,26 @@ func (t *Transaction) add(ev *replication.BinlogEvent, undecoded error) {
 	}
 	switch e := ev.Event.(type) {
 	case *replication.TableMapEvent:
-		t.touch(string(e.Schema), string(e.Table))
+		if !t.touched(e.Schema, e.Table) {
+			t.touch(string(e.Schema), string(e.Table))
+		}
 	case *replication.QueryEvent:
 		if !isQuery(e, "BEGIN", "COMMIT", "ROLLBACK") {
 			t.touch(string(e.Schema), "")
 		}
 	}
+}
+
+// touched reports whether Tables lists schema.table already; every
+// statement of a group maps its tables again, and a name looked up this way
+// costs no string of its own.
+func (t *Transaction) touched(schema, table []byte) bool {
+	for _, have := range t.Tables {
+		if have.Schema == string(schema) && have.Table == string(table) {
+			return true
+		}
+	}
+	return false
 }
 
 // MariaDBFlags maps the flags byte of a MariaDB GTID event.

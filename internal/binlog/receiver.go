@@ -21,7 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
@@ -159,58 +158,52 @@ func (r *Receiver) Run(ctx context.Context) error {
 func (r *Receiver) addr() string { return net.JoinHostPort(r.cfg.Host, strconv.Itoa(int(r.cfg.Port))) }
 
 // session runs one binlog dump, from the relay log's end, until it fails.
-func (r *Receiver) session(ctx context.Context) error {
-	loggedIn := false
-	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
-		ServerID:            r.cfg.ServerID,
-		Flavor:              mysql.MariaDBFlavor,
-		Host:                r.cfg.Host,
-		Port:                r.cfg.Port,
-		User:                r.cfg.User,
-		Password:            r.cfg.Password,
-		HeartbeatPeriod:     r.cfg.Heartbeat,
-		ReadTimeout:         5*r.cfg.Heartbeat + 5*time.Second,
-		DisableRetrySync:    true,
-		VerifyChecksum:      true,
-		TLSConfig:           r.cfg.TLS,
-		Dialer:              (&net.Dialer{Timeout: r.cfg.DialTimeout}).DialContext,
-		RowsEventDecodeFunc: func(*replication.RowsEvent, []byte) error { return nil },
-		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Option: func(*client.Conn) error {
-			loggedIn = true
-			return nil
-		},
-	})
-	defer syncer.Close()
-
+func (r *Receiver) session(ctx context.Context) (err error) {
 	from := r.relay.End()
-	set, err := mysql.ParseMariadbGTIDSet(from.String())
-	if err != nil {
-		return fmt.Errorf("start position %q: %w", from.String(), err)
-	}
-	streamer, err := syncer.StartSyncGTID(set)
+	d, loggedIn, err := r.openDump(ctx, from)
 	if err != nil {
 		return r.classify(err, from, loggedIn)
 	}
+	defer d.close()
+	// Groups are buffered (relay.Buffer) while the source's bytes are at
+	// hand, and written before the dump reads the socket again, which may
+	// wait: a busy stream costs a write per read, not per group.
+	d.guard.beforeRead = r.relay.Flush
+	defer func() {
+		if ferr := r.relay.Flush(); ferr != nil && ctx.Err() == nil {
+			err = &relayError{ferr}
+		}
+	}()
+	stopWatch := d.guard.watch(r.cfg.Heartbeat)
+	defer stopWatch()
 	var (
 		format  []byte
+		cutter  = newCutter()
 		groups  groupTracker
-		pending [][]byte
+		group   []byte // the open group's events, one after the other
+		ends    []int  // where each of them ends in group
+		events  [][]byte
 		current gtid.MariaDBGTID
 	)
 	for {
-		ev, err := streamer.GetEvent(ctx)
+		ev, err := d.next()
 		if err != nil {
+			if ferr := d.guard.flushErr; ferr != nil {
+				return &relayError{ferr}
+			}
 			return r.classify(err, from, true)
 		}
 		r.connected.Store(true)
 		r.downSince.Store(0)
+		if ev, err = cutter.decode(ev); err != nil {
+			return err
+		}
 		if ev.Header.EventType == replication.FORMAT_DESCRIPTION_EVENT {
 			if format == nil || !sameFormat(format, ev.RawData) {
 				if groups.open() {
 					return errors.New("format description event inside a group")
 				}
-				format = ev.RawData
+				format = bytes.Clone(ev.RawData)
 				if err := r.relay.BeginSession(format); err != nil {
 					return &relayError{err}
 				}
@@ -227,19 +220,61 @@ func (r *Receiver) session(ctx context.Context) error {
 		case cutInside:
 			if g, ok := ev.Event.(*replication.MariadbGTIDEvent); ok {
 				current = mariaDBGTID(g)
-				pending = pending[:0]
+				group, ends = group[:0], ends[:0]
 			}
-			pending = append(pending, ev.RawData)
+			group = append(group, ev.RawData...)
+			ends = append(ends, len(group))
 		case cutComplete:
-			pending = append(pending, ev.RawData)
-			if err := r.relay.Append(pending, current); err != nil {
+			group = append(group, ev.RawData...)
+			ends = append(ends, len(group))
+			events = events[:0]
+			at := 0
+			for _, end := range ends {
+				events = append(events, group[at:end])
+				at = end
+			}
+			if err := r.relay.Buffer(events, current); err != nil {
 				return &relayError{err}
 			}
-			pending = pending[:0]
+			group, ends = group[:0], ends[:0]
+			if cap(group) > 16<<20 {
+				group = nil // a large group's buffer is not kept
+			}
 			r.received.Add(1)
 			r.lastSource.Store(int64(ev.Header.Timestamp))
 		}
 	}
+}
+
+// cutter decodes the few events groupTracker reads (GTID and query events)
+// of the dump (dump.go), which reads events without decoding them: the
+// receiver keeps events as they came, and decoding the rest (table maps
+// above all) only cost CPU.
+type cutter struct {
+	parser *replication.BinlogParser
+}
+
+func newCutter() cutter {
+	p := replication.NewBinlogParser()
+	p.SetFlavor("mariadb")
+	p.SetVerifyChecksum(false) // the dump checked it
+	return cutter{parser: p}
+}
+
+// decode returns ev decoded when groupTracker reads its content, as it is
+// otherwise. A format description is read too: it says how to read the rest.
+func (c cutter) decode(ev *replication.BinlogEvent) (*replication.BinlogEvent, error) {
+	switch ev.Header.EventType {
+	case replication.FORMAT_DESCRIPTION_EVENT, replication.MARIADB_GTID_EVENT,
+		replication.QUERY_EVENT, replication.MARIADB_QUERY_COMPRESSED_EVENT:
+	default:
+		return ev, nil
+	}
+	decoded, err := safeParse(c.parser, ev.RawData)
+	if err != nil {
+		return nil, fmt.Errorf("source event %s at source position %d: %w", ev.Header.EventType, ev.Header.LogPos, err)
+	}
+	return decoded, nil
 }
 
 // sameFormat compares two format description events, ignoring the header

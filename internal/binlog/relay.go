@@ -113,7 +113,10 @@ type RelayLog struct {
 	addChecksum bool
 	end         gtid.MariaDBPosition
 	lastSync    time.Time
-	buf         []byte
+	// buf holds the groups Buffer took and Flush has not written yet, in
+	// segment format; buffered are their GTIDs.
+	buf      []byte
+	buffered []gtid.MariaDBGTID
 }
 
 // OpenRelay opens (creating if needed) the relay log in opts.Dir and recovers
@@ -574,6 +577,7 @@ func (l *RelayLog) Reset(start gtid.MariaDBPosition) error {
 	}
 	removeSegments(l.segments)
 	l.segments = nil
+	l.buf, l.buffered = l.buf[:0], l.buffered[:0]
 	l.end = start.Clone()
 	l.notifyLocked()
 	return nil
@@ -587,6 +591,9 @@ func (l *RelayLog) notifyLocked() {
 // BeginSession starts a new segment under the source's format description
 // event; the receiver calls it once per connection, before appending.
 func (l *RelayLog) BeginSession(format []byte) error {
+	if err := l.Flush(); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.addChecksum = !formatHasChecksum(format)
@@ -668,12 +675,27 @@ func syncDir(dir string) {
 // Append writes one whole group (raw events, GTID event first) and advances
 // the end position to its GTID.
 func (l *RelayLog) Append(events [][]byte, id gtid.MariaDBGTID) error {
+	if err := l.Buffer(events, id); err != nil {
+		return err
+	}
+	return l.Flush()
+}
+
+// flushSize is how many bytes of groups Buffer holds before it writes them
+// without waiting for Flush.
+const flushSize = 256 << 10
+
+// Buffer adds one whole group (raw events, GTID event first) to the groups
+// waiting to be written; they reach the segment, its readers and the end
+// position together, at the next Flush, or as soon as they hold flushSize
+// bytes. A writer that buffers calls Flush before it waits for more: a
+// group is never held back for the next one to arrive.
+func (l *RelayLog) Buffer(events [][]byte, id gtid.MariaDBGTID) error {
 	l.mu.Lock()
 	if l.active == nil {
 		l.mu.Unlock()
 		return errors.New("relay log: append before BeginSession")
 	}
-	l.buf = l.buf[:0]
 	for _, ev := range events {
 		if l.addChecksum {
 			l.buf = appendWithChecksum(l.buf, ev)
@@ -681,12 +703,43 @@ func (l *RelayLog) Append(events [][]byte, id gtid.MariaDBGTID) error {
 			l.buf = append(l.buf, ev...)
 		}
 	}
-	if _, err := l.active.Write(l.buf); err != nil {
+	l.buffered = append(l.buffered, id)
+	full := len(l.buf) >= flushSize
+	l.mu.Unlock()
+	if full {
+		return l.Flush()
+	}
+	return nil
+}
+
+// Flush writes the buffered groups in one write and advances the end
+// position past them.
+func (l *RelayLog) Flush() error {
+	l.mu.Lock()
+	if len(l.buffered) == 0 {
+		l.mu.Unlock()
+		return nil
+	}
+	if l.active == nil {
+		l.mu.Unlock()
+		return errors.New("relay log: flush without a segment")
+	}
+	written := int64(len(l.buf))
+	_, err := l.active.Write(l.buf)
+	l.buf = l.buf[:0]
+	if cap(l.buf) > 4*flushSize {
+		l.buf = nil // a large group's buffer is not kept
+	}
+	ids := l.buffered
+	l.buffered = l.buffered[:0]
+	if err != nil {
 		l.mu.Unlock()
 		return fmt.Errorf("relay log: write %s: %w", l.segments[len(l.segments)-1].path, err)
 	}
-	l.activeSize += int64(len(l.buf))
-	l.end.Advance(id)
+	l.activeSize += written
+	for _, id := range ids {
+		l.end.Advance(id)
+	}
 	var syncNow *os.File
 	if l.activeSize >= l.opts.SegmentSize {
 		if err := l.rotateLocked(l.format); err != nil {
@@ -708,8 +761,9 @@ func (l *RelayLog) Append(events [][]byte, id gtid.MariaDBGTID) error {
 	return nil
 }
 
-// Close syncs and closes the active segment.
+// Close writes what is buffered, syncs and closes the active segment.
 func (l *RelayLog) Close() error {
+	flushErr := l.Flush()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.active == nil {
@@ -719,7 +773,7 @@ func (l *RelayLog) Close() error {
 	l.active.Close()
 	l.active = nil
 	l.notifyLocked()
-	return err
+	return errors.Join(flushErr, err)
 }
 
 // Purge removes the segments whose every group is contained in applied. The
@@ -781,7 +835,9 @@ type RelayReader struct {
 	last      int64
 	undecoded error
 	// ahead holds the segment's bytes from aheadAt on, read in large pieces
-	// so that an event costs no system call of its own.
+	// so that an event costs no system call of its own. The events returned
+	// point into it, so its bytes are never written twice: a piece grows
+	// only into its spare capacity, and a read beyond starts a new piece.
 	ahead   []byte
 	aheadAt int64
 }
@@ -789,32 +845,52 @@ type RelayReader struct {
 const readAhead = 256 << 10
 
 // bytesAt returns n bytes of the segment at off, reading ahead up to limit
-// (or to the end of the file when limit < 0). The slice is valid until the next call.
+// (or to the end of the file when limit < 0). The slice stays valid: the
+// reader never writes over bytes it has returned.
 func (r *RelayReader) bytesAt(off, n, limit int64) ([]byte, error) {
-	if off >= r.aheadAt && off+n <= r.aheadAt+int64(len(r.ahead)) {
-		return r.ahead[off-r.aheadAt : off-r.aheadAt+n], nil
+	end := r.aheadAt + int64(len(r.ahead))
+	if off >= r.aheadAt && off+n <= end {
+		return r.ahead[off-r.aheadAt : off-r.aheadAt+n : off-r.aheadAt+n], nil
+	}
+	if r.ahead != nil && off >= r.aheadAt && off <= end && off+n <= r.aheadAt+int64(cap(r.ahead)) {
+		// The piece continues at off and has room: read into its spare capacity.
+		spare := r.aheadAt + int64(cap(r.ahead))
+		if limit >= 0 {
+			spare = max(min(spare, limit), off+n)
+		}
+		got, err := r.file.ReadAt(r.ahead[len(r.ahead):spare-r.aheadAt], end)
+		r.ahead = r.ahead[:len(r.ahead)+got]
+		if off+n > end+int64(got) {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		return r.ahead[off-r.aheadAt : off-r.aheadAt+n : off-r.aheadAt+n], nil
 	}
 	want := max(n, readAhead)
+	piece := make([]byte, want)
 	if limit >= 0 && off+want > limit {
 		want = max(n, limit-off)
 	}
-	if int64(cap(r.ahead)) < want {
-		r.ahead = make([]byte, want)
-	}
-	got, err := r.file.ReadAt(r.ahead[:want], off)
-	r.ahead, r.aheadAt = r.ahead[:got], off
+	got, err := r.file.ReadAt(piece[:want], off)
+	r.ahead, r.aheadAt = piece[:got], off
 	if int64(got) < n {
 		if err == nil {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, err
 	}
-	return r.ahead[:n], nil
+	return r.ahead[:n:n], nil
 }
 
 // NewReader returns a reader positioned before the first segment.
 func (l *RelayLog) NewReader() *RelayReader {
 	r := &RelayReader{log: l, parser: newRelayParser(true)}
+	// A table map's optional metadata (column names, keys, charsets) is
+	// not read: rows decode without it, and the target's own definitions
+	// are what the policies use.
+	r.parser.SetTableMapOptionalMetaDecodeFunc(func([]byte) error { return nil })
 	r.parser.SetRowsEventDecodeFunc(func(re *replication.RowsEvent, body []byte) error {
 		undecoded, err := DecodeRowsOrKeepHeader(re, body)
 		r.undecoded = undecoded
@@ -875,12 +951,10 @@ func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error
 		if size < eventHeaderSize || (growing && r.off+size > limit) {
 			return nil, fmt.Errorf("%w: %s: bad event size %d at byte %d", ErrCorruptRelay, r.file.Name(), size, r.off)
 		}
-		ahead, err := r.bytesAt(r.off, size, limit)
+		data, err := r.bytesAt(r.off, size, limit)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: torn event at byte %d: %v", ErrCorruptRelay, r.file.Name(), r.off, err)
 		}
-		// The event outlives the read-ahead buffer (the Transaction keeps it).
-		data := append(make([]byte, 0, size), ahead...)
 		ev, err := r.decode(data)
 		var ue *UndecodableError
 		if err != nil && !errors.As(err, &ue) {
@@ -896,7 +970,7 @@ func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error
 		if ev.Header.EventType == replication.ROTATE_EVENT {
 			r.file.Close()
 			r.file = nil
-			r.ahead = r.ahead[:0]
+			r.ahead = nil
 			continue
 		}
 		return ev, nil
@@ -971,7 +1045,7 @@ func (r *RelayReader) openNext(ctx context.Context) error {
 		r.file = f
 		r.seg = next.number
 		r.off = int64(len(binlogMagic))
-		r.ahead, r.aheadAt = r.ahead[:0], 0
+		r.ahead, r.aheadAt = nil, 0
 		return nil
 	}
 }

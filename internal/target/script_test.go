@@ -1,6 +1,7 @@
 package target
 
 import (
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -101,5 +102,30 @@ func TestAltersCurrentDatabase(t *testing.T) {
 		if got := altersCurrentDatabase(text); got != want {
 			t.Errorf("altersCurrentDatabase(%q) = %v, want %v", text, got, want)
 		}
+	}
+}
+
+// TestBinlogStatementEncodesTheEventsAsOneRun: the statement is the base64
+// of the events one after the other, wherever the parts are cut.
+func TestBinlogStatementEncodesTheEventsAsOneRun(t *testing.T) {
+	data := make([]byte, 40)
+	for i := range data {
+		data[i] = byte(i * 37)
+	}
+	for _, cuts := range [][]int{{}, {1}, {2}, {3}, {1, 2}, {1, 2, 3}, {4, 5, 9}, {0, 0, 7}, {13, 14, 15, 16, 38}, {39}} {
+		var parts [][]byte
+		at := 0
+		for _, c := range cuts {
+			parts = append(parts, data[at:c])
+			at = c
+		}
+		parts = append(parts, data[at:])
+		want := "BINLOG '" + base64.StdEncoding.EncodeToString(data) + "'"
+		if got := binlogStatement(parts); got != want {
+			t.Errorf("cut at %v:\n got %s\nwant %s", cuts, got, want)
+		}
+	}
+	if got, want := binlogStatement([][]byte{data[:2]}), "BINLOG '"+base64.StdEncoding.EncodeToString(data[:2])+"'"; got != want {
+		t.Errorf("short event: got %s, want %s", got, want)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 
@@ -1050,22 +1051,51 @@ func (b *rowBatcher) flush(stmts []string) []string {
 	return stmts
 }
 
-// binlogStatement wraps raw events in one BINLOG statement.
+// binlogStatement wraps raw events in one BINLOG statement: the base64 of
+// the events one after the other, encoded straight into the statement's
+// only allocation.
 func binlogStatement(events [][]byte) string {
 	n := 0
 	for _, ev := range events {
 		n += len(ev)
 	}
-	raw := make([]byte, 0, n)
-	for _, ev := range events {
-		raw = append(raw, ev...)
+	const open = "BINLOG '"
+	stmt := make([]byte, len(open), len(open)+base64.StdEncoding.EncodedLen(n)+1)
+	copy(stmt, open)
+	stmt = appendBase64(stmt, events)
+	stmt = append(stmt, '\'')
+	return unsafe.String(unsafe.SliceData(stmt), len(stmt))
+}
+
+// appendBase64 appends the base64 encoding of parts, taken as one run of
+// bytes, to dst, which must have the room. Parts are encoded where they
+// lie: only the up to two bytes that straddle two parts are copied.
+func appendBase64(dst []byte, parts [][]byte) []byte {
+	var carry [3]byte
+	held := 0 // bytes of carry in use
+	for _, p := range parts {
+		if held > 0 {
+			k := copy(carry[held:], p)
+			held += k
+			p = p[k:]
+			if held < 3 {
+				continue
+			}
+			dst = encodeBase64(dst, carry[:])
+			held = 0
+		}
+		whole := len(p) / 3 * 3
+		dst = encodeBase64(dst, p[:whole])
+		held = copy(carry[:], p[whole:])
 	}
-	var b strings.Builder
-	b.Grow(base64.StdEncoding.EncodedLen(n) + 10)
-	b.WriteString("BINLOG '")
-	b.WriteString(base64.StdEncoding.EncodeToString(raw))
-	b.WriteString("'")
-	return b.String()
+	return encodeBase64(dst, carry[:held])
+}
+
+func encodeBase64(dst, src []byte) []byte {
+	at := len(dst)
+	dst = dst[:at+base64.StdEncoding.EncodedLen(len(src))]
+	base64.StdEncoding.Encode(dst[at:], src)
+	return dst
 }
 
 // formatFlags2 is which flags2 bits the server that wrote the format description sets.

@@ -29,10 +29,16 @@ import (
 // wire is one target connection.
 type wire struct {
 	c *client.Conn
+	// packet is exec's buffer, kept for the next script while it is
+	// no larger than keptPacket.
+	packet []byte
 	// affected: per statement of the last exec that answered, the rows it
 	// changed (0 for a result set).
 	affected []uint64
+	answer   []byte // readPacket's buffer
 }
+
+const keptPacket = 4 << 20
 
 // dialTimeout bounds the TCP connect and the handshake when the URL sets no timeout.
 const dialTimeout = 10 * time.Second
@@ -114,13 +120,19 @@ func (w *wire) exec(stmts []string) error {
 		n += len(s) + 2
 	}
 	// Four bytes of packet header, the command byte, then the script.
-	buf := make([]byte, 5, 5+n)
-	buf[4] = mysql.COM_QUERY
+	buf := w.packet[:0]
+	if cap(buf) < 5+n {
+		buf = make([]byte, 0, 5+n)
+	}
+	buf = append(buf, 0, 0, 0, 0, mysql.COM_QUERY)
 	for i, s := range stmts {
 		if i > 0 {
 			buf = append(buf, ";\n"...)
 		}
 		buf = append(buf, s...)
+	}
+	if cap(buf) <= keptPacket {
+		w.packet = buf
 	}
 	w.c.ResetSequence()
 	if err := w.c.WritePacket(buf); err != nil {
@@ -138,7 +150,7 @@ func (w *wire) exec(stmts []string) error {
 // readOK reads one statement's answer: OK, or its error. A result set is
 // read to its end; none of the statements gapless sends returns rows.
 func (w *wire) readOK() error {
-	p, err := w.c.ReadPacket()
+	p, err := w.readPacket()
 	if err != nil {
 		return connError(err)
 	}
@@ -154,7 +166,7 @@ func (w *wire) readOK() error {
 	// A result set: column definitions, rows, each list ended by EOF (or
 	// an OK in the EOF's place).
 	for ends := 0; ends < 2; {
-		if p, err = w.c.ReadPacket(); err != nil {
+		if p, err = w.readPacket(); err != nil {
 			return connError(err)
 		}
 		switch {
@@ -165,6 +177,16 @@ func (w *wire) readOK() error {
 		}
 	}
 	return nil
+}
+
+// readPacket reads the next packet into the wire's answer buffer: it is
+// valid until the next read (serverError copies what it keeps of it).
+func (w *wire) readPacket() ([]byte, error) {
+	p, err := w.c.ReadPacketReuseMem(w.answer[:0])
+	if err == nil && cap(p) <= keptPacket {
+		w.answer = p
+	}
+	return p, err
 }
 
 // queryString runs a query that returns one row and returns its first column.
