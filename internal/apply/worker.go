@@ -206,7 +206,23 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 	for {
 		if w.session == nil {
 			w.setState(StateReconnecting, j)
-			if err := w.reconnect(ctx); err != nil {
+			err := w.reconnect(ctx)
+			if err != nil && ctx.Err() != nil {
+				// A stop came first. A job it dropped needs no connection:
+				// the checkpoint says whether an earlier attempt committed.
+				// One the stop point includes must commit, so it connects
+				// still, for as long as a stop waits for the target.
+				if clog.dropped(j.gi) {
+					if !attempted {
+						return errDropped
+					}
+					return w.settleDropped(run, j)
+				}
+				patient, cancel := context.WithTimeout(run, settleTimeout)
+				err = w.reconnect(patient)
+				cancel()
+			}
+			if err != nil {
 				return err
 			}
 			if err := w.replica.lock.Ensure(run); err != nil {

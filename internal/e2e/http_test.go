@@ -348,17 +348,39 @@ func lookPathOrSkip(t *testing.T, name string) string {
 }
 
 type sysbenchLoad struct {
-	cmd  *exec.Cmd
-	done chan struct{}
+	t       *testing.T
+	primary *sandbox.Server
+	cmd     *exec.Cmd
+	done    chan struct{}
 }
 
+// stop ends sysbench and waits until the primary has ended its sessions
+// too. A client that exits leaves a COMMIT it had sent running on the
+// server, which on a busy machine can reach the binlog after the position a
+// test reads next: the target, stopped there, would then miss that
+// transaction (seen as a whole sysbench transaction missing, three rows of
+// three tables).
 func (l *sysbenchLoad) stop() {
+	l.t.Helper()
 	l.cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-l.done:
 	case <-time.After(10 * time.Second):
 		l.cmd.Process.Kill()
 		<-l.done
+	}
+	db := rootDB(l.t, l.primary)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var sessions int
+		err := db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ?", sandbox.ApplierUser).Scan(&sessions)
+		if err == nil && sessions == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("sysbench's sessions on the primary did not end in 30 s (%d left, %v)", sessions, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -376,7 +398,7 @@ func startSysbench(t *testing.T, sysbench string, primary *sandbox.Server) *sysb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	l := &sysbenchLoad{cmd: cmd, done: make(chan struct{})}
+	l := &sysbenchLoad{t: t, primary: primary, cmd: cmd, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(l.done) }()
 	t.Cleanup(func() { l.cmd.Process.Kill(); <-l.done })
 	return l
