@@ -28,13 +28,7 @@ func FuzzShapeKeepsTables(f *testing.F) {
 		f.Add(s, uint8(2))
 	}
 	f.Fuzz(func(t *testing.T, text string, modeBits uint8) {
-		var mode uint64
-		if modeBits&1 != 0 {
-			mode |= modeANSIQuotes
-		}
-		if modeBits&2 != 0 {
-			mode |= modeNoBackslashEscapes
-		}
+		mode := fuzzMode(modeBits)
 		d, ok := NewAnalyzer().DML(text, mode, true)
 		if !ok {
 			return
@@ -89,13 +83,7 @@ func FuzzRowsAreTheTextsRows(f *testing.F) {
 		f.Add(s, uint8(1))
 	}
 	f.Fuzz(func(t *testing.T, text string, modeBits uint8) {
-		var mode uint64
-		if modeBits&1 != 0 {
-			mode |= modeANSIQuotes
-		}
-		if modeBits&2 != 0 {
-			mode |= modeNoBackslashEscapes
-		}
+		mode := fuzzMode(modeBits)
 		d, numbers, ok := NewAnalyzer().DMLNumbers(text, mode, true, nil)
 		if !ok || d.Rows == nil {
 			return // nothing cached to check: the table whole
@@ -155,4 +143,16 @@ func FuzzRowsAreTheTextsRows(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzMode turns a fuzzed byte into the sql_mode bits that change lexing.
+func fuzzMode(bits uint8) uint64 {
+	var mode uint64
+	if bits&1 != 0 {
+		mode |= modeANSIQuotes
+	}
+	if bits&2 != 0 {
+		mode |= modeNoBackslashEscapes
+	}
+	return mode
 }
