@@ -272,13 +272,11 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 			return newApplyError(first, err)
 		}
 	} else if xaPrepare {
+		prepared := s.conn.connectionID()
 		if err := s.reopen(); err != nil {
 			return newApplyError(first, err)
 		}
-		// The server lets go of the prepared branch once it has seen the
-		// old connection end; until then an XA COMMIT from another one
-		// answers "unknown XID".
-		if err := s.awaitDetached(first); err != nil {
+		if err := s.awaitEnded(prepared); err != nil {
 			return newApplyError(first, err)
 		}
 	}
@@ -1165,26 +1163,26 @@ func (s *Session) AppliedAlone(ctx context.Context, txn *binlog.Transaction, fir
 	return prepared, nil
 }
 
-// awaitDetached waits, a few seconds at most, until the prepared branch of
-// txn, an XA PREPARE group, is listed by XA RECOVER.
-func (s *Session) awaitDetached(txn *binlog.Transaction) error {
-	start, _, err := xaStatements(txn)
-	if err != nil {
-		return err
-	}
-	x, ok := parseXID(strings.TrimPrefix(start, "XA START "))
-	if !ok {
-		return nil
-	}
-	return s.awaitPrepared(x)
-}
-
-// awaitPrepared waits, a few seconds at most, until XA RECOVER lists x.
-func (s *Session) awaitPrepared(x xid) error {
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		prepared, err := s.xaPrepared(x)
-		if err != nil || prepared || time.Now().After(deadline) {
-			return err
+// awaitEnded waits, ten seconds at most, until the server has ended the
+// connection id, one this session closed while it held a prepared XA
+// branch. The server lets go of the branch (XA RECOVER lists it as soon as
+// it is prepared) only when it ends the connection, just before dropping it
+// from the process list; until then an XA COMMIT or XA ROLLBACK from
+// another connection answers "unknown XID" (1397).
+func (s *Session) awaitEnded(id int64) error {
+	query := fmt.Sprintf("SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = %d", id)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		r, err := s.conn.c.Execute(query)
+		if err != nil {
+			return connError(err)
+		}
+		live := r.RowNumber() > 0
+		r.Close()
+		if !live {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("connection %d, which prepared an XA branch, has not ended after 10 s: the branch stays attached to it", id)
 		}
 	}
 }

@@ -117,8 +117,9 @@ func (s *Session) unpark(txns []*binlog.Transaction) (resumed bool, err error) {
 	}
 	// The branch's connection cannot turn logging off; it rests under the
 	// target's server id, so a drop it logs is never taken for the source's.
+	id := p.conn.connectionID()
 	p.conn.close()
-	return false, s.awaitPrepared(p.xid)
+	return false, s.awaitEnded(id)
 }
 
 // seqFits reports whether the target's binlog would give txn, logged
