@@ -154,6 +154,53 @@ func TestGroupsTheTargetWouldSplit(t *testing.T) {
 	}
 }
 
+// TestTemporaryTableInATransactionsGroup replays a source transaction that
+// creates a temporary table without ENGINE= (InnoDB on the source, so the
+// source logs the CREATE inside the transaction's group) and writes through
+// it, onto a target whose default engine is MyISAM. Made MyISAM there, the
+// table's CREATE would be binlogged as a group of its own, and the rest of
+// the source's group under the next GTID: the run stopped.
+func TestTemporaryTableInATransactionsGroup(t *testing.T) {
+	sb := sandbox.UpForTest(t, sandbox.Options{Fast: true, TargetExtra: []string{"default_storage_engine=MyISAM"}})
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE tt",
+		"CREATE TABLE tt.real (a INT) ENGINE=InnoDB",
+	)
+	db := rootDB(t, sb.Primary)
+	session, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	for _, s := range []string{
+		"SET SESSION binlog_format=MIXED", "SET autocommit=0",
+		"CREATE TEMPORARY TABLE tt.scratch (a INT)",
+		"INSERT INTO tt.scratch VALUES (1), (2)",
+		"INSERT INTO tt.real SELECT a FROM tt.scratch",
+		"COMMIT",
+		"INSERT INTO tt.real SELECT a * 10 FROM tt.scratch",
+		"COMMIT",
+		"CREATE TABLE tt.after (a INT)",
+	} {
+		if _, err := session.ExecContext(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", "4")
+	for _, q := range []string{
+		"SELECT COUNT(*), SUM(a) FROM tt.real",
+		"SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'tt' AND TABLE_NAME = 'after'",
+	} {
+		want, got := queryText(t, sb.Primary, q), queryText(t, sb.Target, q)
+		if got != want {
+			t.Errorf("%s: target %q, primary %q", q, got, want)
+		}
+	}
+	if got, g := domain0(t, sb.Target), domain0(t, sb.Primary); got != g {
+		t.Errorf("the target's binlog ends at %s in the source's domain, the primary's at %s", got, g)
+	}
+}
+
 // domain0 is the last GTID of domain 0 in srv's binlog.
 func domain0(t *testing.T, srv *sandbox.Server) gtid.MariaDBGTID {
 	t.Helper()

@@ -744,7 +744,11 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 				// prepared, ends only by this statement.)
 				stmt = tolerating(errXARollback, stmt)
 			}
-			body = append(body, stmt)
+			if begun {
+				body = append(body, transactionalTemporary(text, stmt)...)
+			} else {
+				body = append(body, stmt)
+			}
 			if len(roles) > 0 && e.ErrorCode == 0 {
 				admin, err := s.adminOf(roles)
 				if err != nil {

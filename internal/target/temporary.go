@@ -34,6 +34,35 @@ import (
 // createsTemporary matches a statement that creates a temporary table.
 var createsTemporary = regexp.MustCompile(`(?i)^\s*CREATE\s+(OR\s+REPLACE\s+)?TEMPORARY\s`)
 
+// createsTemporaryTable matches a CREATE TEMPORARY TABLE, and namesEngine
+// a statement that may name its table's engine.
+var (
+	createsTemporaryTable = regexp.MustCompile(`(?i)^\s*CREATE\s+(OR\s+REPLACE\s+)?TEMPORARY\s+TABLE\s`)
+	namesEngine           = regexp.MustCompile(`(?i)\bENGINE\b`)
+)
+
+// transactionalTemporary returns the statements that run text, a statement
+// of a group the source logged between BEGIN and COMMIT, so that a
+// temporary table it creates is transactional on the target too. The
+// source's engine for a temporary table that names none is its session's
+// default, which the binlog does not carry. A client session logs such a
+// CREATE inside its transaction's group only when the table is
+// transactional; one of MyISAM or Aria it logs at once, as a group of its
+// own. On a target whose default engine is not transactional the table
+// would be MyISAM or Aria, and the target's binlog would then write the
+// CREATE as a group of its own and the rest of the source's group under
+// the next GTID. So the table is made InnoDB, for this statement only.
+func transactionalTemporary(text, stmt string) []string {
+	if !createsTemporaryTable.MatchString(text) || namesEngine.MatchString(text) {
+		return []string{stmt}
+	}
+	return []string{
+		"SET @@session.default_tmp_storage_engine=InnoDB",
+		stmt,
+		"SET @@session.default_tmp_storage_engine=DEFAULT",
+	}
+}
+
 // restStatement puts the session under the target's own server id between
 // groups (a session holding temporary tables may not change its domain).
 const restStatement = "SET @@session.server_id=@@global.server_id"

@@ -31,3 +31,25 @@ func TestCreatesTemporary(t *testing.T) {
 		}
 	}
 }
+
+func TestTransactionalTemporary(t *testing.T) {
+	for text, want := range map[string]bool{
+		"CREATE TEMPORARY TABLE t (a INT)":                  true,
+		"create or replace temporary table t select 1 AS a": true,
+		"CREATE TEMPORARY TABLE t (a INT) ENGINE=MyISAM":    false,
+		"CREATE TEMPORARY TABLE t (a INT) engine = Aria":    false,
+		"CREATE TEMPORARY SEQUENCE s":                       false,
+		"CREATE TABLE t (a INT)":                            false,
+		"INSERT INTO t SELECT * FROM temporary_things":      false,
+		"  CREATE\n TEMPORARY  TABLE `t` (`engine` INT)":    false, // a column named so: left as it is
+	} {
+		got := transactionalTemporary(text, text)
+		if changed := len(got) > 1; changed != want {
+			t.Errorf("%q: made InnoDB = %v, want %v", text, changed, want)
+		}
+		if want && (got[1] != text || got[0] != "SET @@session.default_tmp_storage_engine=InnoDB" ||
+			got[2] != "SET @@session.default_tmp_storage_engine=DEFAULT") {
+			t.Errorf("%q: got %q", text, got)
+		}
+	}
+}
