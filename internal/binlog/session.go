@@ -5,15 +5,15 @@ package binlog
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/go-mysql-org/go-mysql/replication"
+
+	"gapless/internal/sqltext"
 )
 
 // Query status variable codes (MySQL below 128, MariaDB from 128).
@@ -508,7 +508,7 @@ func (s SessionState) Statements(prev *SessionState) []string {
 		out = append(out, s.charsetStatements()...)
 	}
 	if s.HasTimeZone && (prev == nil || !prev.HasTimeZone || prev.TimeZone != s.TimeZone) {
-		out = append(out, "SET @@session.time_zone="+stringLiteral(s.TimeZone))
+		out = append(out, "SET @@session.time_zone="+sqltext.Literal(s.TimeZone))
 	}
 	if s.HasLCTimeNames && (prev == nil || !prev.HasLCTimeNames || prev.LCTimeNames != s.LCTimeNames) {
 		out = append(out, fmt.Sprintf("SET @@session.lc_time_names=%d", s.LCTimeNames))
@@ -587,7 +587,7 @@ func characterSetCollationsStatement(m []CharsetCollation) string {
 		}
 		pairs = append(pairs, from.charset+"="+to.collation)
 	}
-	return "SET @@session.character_set_collations=" + stringLiteral(strings.Join(pairs, ","))
+	return "SET @@session.character_set_collations=" + sqltext.Literal(strings.Join(pairs, ","))
 }
 
 func characterSetCollationsLookup(m []CharsetCollation) string {
@@ -598,7 +598,7 @@ func characterSetCollationsLookup(m []CharsetCollation) string {
 	// GROUP_CONCAT's default separator is ','; a SEPARATOR clause takes no
 	// character set introducer, and its literal would be read in the
 	// connection's character set.
-	return "SET @@session.character_set_collations=(SELECT GROUP_CONCAT(CONCAT(f.CHARACTER_SET_NAME," + stringLiteral("=") +
+	return "SET @@session.character_set_collations=(SELECT GROUP_CONCAT(CONCAT(f.CHARACTER_SET_NAME," + sqltext.Literal("=") +
 		",t.FULL_COLLATION_NAME))" +
 		" FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY f, information_schema.COLLATION_CHARACTER_SET_APPLICABILITY t" +
 		" WHERE (f.ID,t.ID) IN (" + strings.Join(ids, ",") + "))"
@@ -629,30 +629,6 @@ func (s SessionState) charsetStatements() []string {
 		fmt.Sprintf("SET @@session.collation_connection=%d", s.CharsetClient),
 		"SET @@session.character_set_client=@@session.character_set_connection, " + rest,
 	}
-}
-
-// stringLiteral quotes s, text in the server's system character set (UTF-8),
-// so that it reads the same whatever the session's sql_mode
-// (NO_BACKSLASH_ESCAPES, ANSI_QUOTES) and whatever its character_set_connection:
-// a literal without an introducer is read in that character set, and in
-// utf16, ucs2 or utf32 '+03:00' is no longer a time zone (1298). The
-// statements of one state set character_set_connection before the literals,
-// and an earlier transaction may have left any value on the session, so every
-// literal carries its character set.
-func stringLiteral(s string) string {
-	if !utf8.ValidString(s) {
-		return "_binary " + hexLiteral([]byte(s))
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '\'' || c == '\\' || c >= 0x7f {
-			return "_utf8mb4 " + hexLiteral([]byte(s))
-		}
-	}
-	return "_utf8mb4'" + s + "'"
-}
-
-func hexLiteral(b []byte) string {
-	return "X'" + hex.EncodeToString(b) + "'"
 }
 
 // backquote quotes an identifier with backticks.
@@ -824,9 +800,9 @@ func (v UserVar) literal() (string, error) {
 	switch v.Type {
 	case UserVarString:
 		if c, ok := collationsByID[v.Charset]; ok {
-			return "_" + c.charset + " " + hexLiteral(v.Value) + " COLLATE " + backquote(c.collation), nil
+			return "_" + c.charset + " " + sqltext.Hex(v.Value) + " COLLATE " + backquote(c.collation), nil
 		}
-		return "_binary " + hexLiteral(v.Value), nil
+		return "_binary " + sqltext.Hex(v.Value), nil
 	case UserVarReal:
 		if len(v.Value) != 8 {
 			return "", fmt.Errorf("binlog: user var %s: real value of %d bytes", v.Name, len(v.Value))

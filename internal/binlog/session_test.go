@@ -428,21 +428,6 @@ func TestStatementsLiteralsNameTheirCharacterSet(t *testing.T) {
 	}
 }
 
-func TestStringLiteral(t *testing.T) {
-	for in, want := range map[string]string{
-		"+03:00":      "_utf8mb4'+03:00'",
-		"Europe/Rome": "_utf8mb4'Europe/Rome'",
-		"":            "_utf8mb4''",
-		`a'b\`:        "_utf8mb4 X'6127625c'",
-		"é":           "_utf8mb4 X'c3a9'",
-		"\xff":        "_binary X'ff'",
-	} {
-		if got := stringLiteral(in); got != want {
-			t.Errorf("stringLiteral(%q) = %s, want %s", in, got, want)
-		}
-	}
-}
-
 func TestCollationByID(t *testing.T) {
 	if cs, coll, ok := CollationByID(255); !ok || cs != "utf8mb4" || coll != "utf8mb4_0900_ai_ci" {
 		t.Fatalf("255: %s %s %v", cs, coll, ok)

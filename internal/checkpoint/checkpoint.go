@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"gapless/internal/gtid"
+	"gapless/internal/sqltext"
 )
 
 // Schema is gapless's own database on the target.
@@ -187,7 +188,7 @@ func (s *Store) CausalStatement(slot int, g gtid.MariaDBGTID, sourceTime time.Ti
 	if lw == "" {
 		lw = "-" // nothing gap-less yet, but the row is a causal one
 	}
-	return s.statement(slot, g, sourceTime, ", "+quote(lw)+", "+quote(strings.Join(list, ",")),
+	return s.statement(slot, g, sourceTime, ", "+sqltext.Literal(lw)+", "+sqltext.Literal(strings.Join(list, ",")),
 		"low_water = VALUES(low_water), above = VALUES(above)")
 }
 
@@ -205,11 +206,11 @@ func (s *Store) statement(slot int, g gtid.MariaDBGTID, sourceTime time.Time, ca
 	if causal != "" {
 		columns += ", low_water, above"
 	}
-	return fmt.Sprintf("INSERT INTO %s.checkpoint (%s"+valuesClause+"%s, %d, %d, %d, %d, %d, '%s'%s"+upsertClause+
+	return fmt.Sprintf("INSERT INTO %s.checkpoint (%s"+valuesClause+"%s, %d, %d, %d, %d, %d, %s%s"+upsertClause+
 		"server_id = VALUES(server_id), seq_no = VALUES(seq_no), source_time = VALUES(source_time), "+
 		"applied_at = VALUES(applied_at), %s",
-		Schema, columns, quote(s.stream), g.Domain, slot, g.Server, g.Seq, sourceTime.Unix(),
-		time.Now().UTC().Format("2006-01-02 15:04:05.000000"), causal, causalUpdate)
+		Schema, columns, sqltext.Literal(s.stream), g.Domain, slot, g.Server, g.Seq, sourceTime.Unix(),
+		sqltext.Literal(time.Now().UTC().Format("2006-01-02 15:04:05.000000")), causal, causalUpdate)
 }
 
 // Guarded turns a position statement (Statement, CausalStatement) into one
@@ -230,9 +231,11 @@ func Guarded(stmt string, g gtid.MariaDBGTID) (string, bool) {
 	if i < 0 || j < i {
 		return "", false
 	}
-	last := fmt.Sprintf("COALESCE(LPAD(SUBSTRING_INDEX(REGEXP_SUBSTR(CONCAT(',', @@global.gtid_binlog_pos), ',%d-[0-9]+-[0-9]+'), '-', -1), 20, '0'), '0')", g.Domain)
+	last := fmt.Sprintf("COALESCE(LPAD(SUBSTRING_INDEX(REGEXP_SUBSTR(CONCAT(%s, @@global.gtid_binlog_pos), %s), %s, -1), 20, %s), %s)",
+		sqltext.Literal(","), sqltext.Literal(fmt.Sprintf(",%d-[0-9]+-[0-9]+", g.Domain)), sqltext.Literal("-"),
+		sqltext.Literal("0"), sqltext.Literal("0"))
 	return stmt[:i] + ") SELECT " + stmt[i+len(valuesClause):j] +
-		fmt.Sprintf(" FROM DUAL WHERE %s <= '%020d'", last, g.Seq) +
+		fmt.Sprintf(" FROM DUAL WHERE %s <= %s", last, sqltext.Literal(fmt.Sprintf("%020d", g.Seq))) +
 		stmt[j+1:], true
 }
 
@@ -338,11 +341,6 @@ func Streams(ctx context.Context, db *sql.DB) ([]string, error) {
 func Discard(conn *sql.Conn) {
 	conn.Raw(func(any) error { return driver.ErrBadConn })
 	conn.Close()
-}
-
-// quote makes a string literal.
-func quote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
 
 // ForStream reads a stream's position without creating anything.

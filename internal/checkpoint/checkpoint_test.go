@@ -21,7 +21,8 @@ func TestGuarded(t *testing.T) {
 		}
 		values := stmt[strings.Index(stmt, valuesClause)+len(valuesClause) : strings.LastIndex(stmt, upsertClause)]
 		want := strings.Replace(stmt, valuesClause+values+upsertClause,
-			") SELECT "+values+" FROM DUAL WHERE COALESCE(LPAD(SUBSTRING_INDEX(REGEXP_SUBSTR(CONCAT(',', @@global.gtid_binlog_pos), ',3-[0-9]+-[0-9]+'), '-', -1), 20, '0'), '0') <= '00000000000000000042' ON DUPLICATE KEY UPDATE ", 1)
+			") SELECT "+values+" FROM DUAL WHERE COALESCE(LPAD(SUBSTRING_INDEX(REGEXP_SUBSTR(CONCAT(_utf8mb4',', @@global.gtid_binlog_pos), "+
+				"_utf8mb4',3-[0-9]+-[0-9]+'), _utf8mb4'-', -1), 20, _utf8mb4'0'), _utf8mb4'0') <= _utf8mb4'00000000000000000042' ON DUPLICATE KEY UPDATE ", 1)
 		if guarded != want {
 			t.Errorf("%s:\n got %s\nwant %s", name, guarded, want)
 		}

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"gapless/internal/sqltext"
 )
 
 // WorkerRow is one worker's report.
@@ -32,11 +34,11 @@ func (s *Store) ReportWorkers(ctx context.Context, conn *sql.Conn, rows []Worker
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "(%s, %d, %s, %s, '%s', '%s')", quote(s.stream), r.Slot, quote(r.State), quote(r.GTID),
-			r.Since.UTC().Format(timeLayout), now)
+		fmt.Fprintf(&b, "(%s, %d, %s, %s, %s, %s)", sqltext.Literal(s.stream), r.Slot, sqltext.Literal(r.State), sqltext.Literal(r.GTID),
+			sqltext.Literal(r.Since.UTC().Format(timeLayout)), sqltext.Literal(now))
 	}
 	stmts := []string{"SET @@session.sql_log_bin=0",
-		fmt.Sprintf("DELETE FROM %s.workers WHERE stream = %s AND slot >= %d", Schema, quote(s.stream), len(rows))}
+		fmt.Sprintf("DELETE FROM %s.workers WHERE stream = %s AND slot >= %d", Schema, sqltext.Literal(s.stream), len(rows))}
 	if len(rows) > 0 {
 		stmts = append(stmts, b.String())
 	}

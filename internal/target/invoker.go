@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"gapless/internal/binlog"
+	"gapless/internal/sqltext"
 )
 
 // accountStatements are the leading words of the statements rewritten.
@@ -127,8 +128,8 @@ func (s *Session) adminOf(roles []string) ([]string, error) {
 	}
 	stmts := []string{"SET @@session.sql_log_bin=0"}
 	for _, role := range roles {
-		stmts = append(stmts, fmt.Sprintf("INSERT IGNORE INTO mysql.roles_mapping (Host, User, Role, Admin_option) VALUES (%s, %s, %s, 'Y')",
-			quoteString(s.applier[at+1:]), quoteString(s.applier[:at]), quoteString(role)))
+		stmts = append(stmts, fmt.Sprintf("INSERT IGNORE INTO mysql.roles_mapping (Host, User, Role, Admin_option) VALUES (%s, %s, %s, %s)",
+			sqltext.Literal(s.applier[at+1:]), sqltext.Literal(s.applier[:at]), sqltext.Literal(role), sqltext.Literal("Y")))
 	}
 	stmts = append(stmts, "FLUSH PRIVILEGES")
 	if s.opts.WriteBinlog {
