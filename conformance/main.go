@@ -163,6 +163,10 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 	if err != nil {
 		return summary{}, err
 	}
+	// Absolute, as the targets' mount namespaces need the vardir's path.
+	if o.WorkDir, err = filepath.Abs(o.WorkDir); err != nil {
+		return summary{}, err
+	}
 	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
 		return summary{}, err
 	}
@@ -195,6 +199,11 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 	for _, name := range o.Variants {
 		v, _ := lookupVariant(name)
 		r.variants = append(r.variants, v)
+	}
+	if err := checkPrivateVardir(ctx, o.WorkDir); err != nil {
+		fmt.Fprintf(out, "the targets share the primary's vardir, so tests' DATA DIRECTORY paths may collide between them: %v\n", err)
+	} else {
+		r.privateVardir = true
 	}
 
 	type job struct {

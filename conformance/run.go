@@ -40,6 +40,9 @@ type runner struct {
 	replicaTimeout time.Duration
 	keepFailed     bool
 	keepAll        bool
+	// privateVardir gives each target a view of the case's vardir of its
+	// own (vardir.go); false where that cannot be done.
+	privateVardir bool
 }
 
 // caseServers are the servers of one case, killed together at its end.
@@ -128,6 +131,14 @@ func (r *runner) runCase(ctx context.Context, c testCase, format, dir string) (r
 		if targetErrs[name] != nil {
 			res.Outcome, res.Reason = caseNotRun, targetErrs[name].Error()
 			return res
+		}
+		// The targets started while the test ran: their views get the
+		// directories it made since.
+		if r.privateVardir {
+			if err := mirrorVardir(dir, targetView(dir, name)); err != nil {
+				res.Outcome, res.Reason = caseNotRun, err.Error()
+				return res
+			}
 		}
 	}
 	want, err := takeSnapshot(ctx, primary)
@@ -232,9 +243,17 @@ func (r *runner) startPrimary(ctx context.Context, files caseFiles, format, dir 
 }
 
 // startTarget starts a fresh target for one applier. Targets share mtr's
-// defaults and the few test options that change how a binlog applies.
+// defaults and the few test options that change how a binlog applies, and
+// each sees a vardir of its own (vardir.go).
 func (r *runner) startTarget(ctx context.Context, files caseFiles, format, dir, name string, servers *caseServers) (*sandbox.Server, error) {
 	cfg := caseServerConfig(filepath.Join(dir, "targets"), name, 0, format, files.TargetOptions)
+	if r.privateVardir {
+		view := targetView(dir, name)
+		if err := mirrorVardir(dir, view); err != nil {
+			return nil, fmt.Errorf("target %s: %w", name, err)
+		}
+		cfg.Launcher = vardirLauncher(dir, view)
+	}
 	srv, err := r.fleet.start(ctx, cfg, r.template)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %s", name, firstErrorLine(err))

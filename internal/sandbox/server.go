@@ -57,6 +57,11 @@ type ServerConfig struct {
 	BinlogFormat string   // overrides binlog_format when Binlog is true; "" = ROW
 	Durable      bool     // true: innodb_flush_log_at_trx_commit=1, sync_binlog=1; false: 2 and 0
 	Extra        []string // extra my.cnf lines for [mariadbd], e.g. "binlog_commit_wait_count=16"
+	// Launcher is a command mariadbd starts under, with mariadbd and its
+	// arguments appended; it must exec them, so the pid it starts with is
+	// mariadbd's (the conformance runner gives a target a mount namespace
+	// of its own this way). Nil = mariadbd starts directly.
+	Launcher []string
 }
 
 // Server is one sandbox mariadbd. Its methods are not safe for concurrent use.
@@ -350,12 +355,16 @@ func (s *Server) launch(mariadbd string) error {
 		return fmt.Errorf("sandbox server %s: %w", s.Config.Name, err)
 	}
 	defer out.Close()
-	cmd := exec.Command(mariadbd, args...)
+	program := mariadbd
+	if l := s.Config.Launcher; len(l) > 0 {
+		program, args = l[0], append(append(l[1:len(l):len(l)], mariadbd), args...)
+	}
+	cmd := exec.Command(program, args...)
 	cmd.Dir = s.home
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("sandbox server %s: starting %s: %w", s.Config.Name, mariadbd, err)
+		return fmt.Errorf("sandbox server %s: starting %s: %w", s.Config.Name, program, err)
 	}
 	s.startedPid = cmd.Process.Pid
 	// Reap the child whenever it exits so it never lingers as a zombie, and
