@@ -123,7 +123,7 @@ const reproParallel = 2
 const reproTimeout = time.Minute
 
 func privateOutfile(script, dir string) string {
-	return strings.ReplaceAll(script, "/tmp/gapless-repro03.txt", filepath.Join(dir, "repro03.txt"))
+	return strings.ReplaceAll(script, "/tmp/gapless-repro03", filepath.Join(dir, "repro03"))
 }
 
 func TestRepro(t *testing.T) {

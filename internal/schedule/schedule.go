@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/go-mysql-org/go-mysql/replication"
+
 	"gapless/internal/binlog"
 )
 
@@ -82,6 +84,9 @@ func isBarrier(txn *binlog.Transaction) bool {
 // hasStatements reports whether the transaction carries SQL statements other than BEGIN/COMMIT.
 func hasStatements(txn *binlog.Transaction) bool {
 	for _, ev := range txn.Events {
+		if _, ok := ev.Data.(*replication.ExecuteLoadQueryEvent); ok {
+			return true // LOAD DATA logged as a statement
+		}
 		if q, ok := queryText(ev); ok {
 			switch strings.ToUpper(strings.TrimSpace(q)) {
 			case "BEGIN", "COMMIT", "ROLLBACK":

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/go-mysql-org/go-mysql/replication"
+
 	"gapless/internal/binlog"
 	"gapless/internal/statement"
 )
@@ -77,6 +79,8 @@ func TestWhatStaysABarrier(t *testing.T) {
 	nonTransactional.Flags &^= binlog.FlagTransactional
 	serialOnly := known("UPDATE t SET v = 1", "t")
 	serialOnly.Flags &^= binlog.FlagAllowParallel
+	loadData := mariadb(0, binlog.Event{Data: &replication.BeginLoadQueryEvent{FileID: 1}},
+		binlog.Event{Data: &replication.ExecuteLoadQueryEvent{FileID: 1}})
 	for _, c := range []struct {
 		name    string
 		txn     *binlog.Transaction
@@ -86,6 +90,7 @@ func TestWhatStaysABarrier(t *testing.T) {
 		{"unread statements", unread, true},
 		{"read statements on a table that is not transactional", nonTransactional, true},
 		{"read statements the source would not run in parallel", serialOnly, true},
+		{"LOAD DATA logged as a statement", loadData, true},
 	} {
 		for _, name := range []string{"writeset", "commit-id", "schema"} {
 			p, err := New(name, testCatalog())

@@ -221,6 +221,9 @@ func NeedsStatementSession(txn *binlog.Transaction) bool {
 		return false
 	}
 	for _, ev := range txn.Events {
+		if _, ok := ev.Data.(*replication.ExecuteLoadQueryEvent); ok {
+			return true // LOAD DATA logged as a statement, maybe into a temporary table
+		}
 		if q, ok := ev.Data.(*replication.QueryEvent); ok {
 			switch text := strings.TrimSpace(string(q.Query)); strings.ToUpper(text) {
 			case "BEGIN", "COMMIT", "ROLLBACK":

@@ -67,6 +67,9 @@ type Session struct {
 	// could not go to gapless's own domain (statementsApart).
 	whole   bool
 	applier string // CURRENT_USER() of the session (invoker.go)
+	// loads holds, while a group runs, the bytes of its LOAD DATA files
+	// by the names its statements read them by (loaddata.go).
+	loads map[string][]byte
 }
 
 // Open connects to the target and prepares the connection for applying.
@@ -190,6 +193,7 @@ func (s *Session) Execute(ctx context.Context, txns []*binlog.Transaction, check
 
 func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit bool) error {
 	first := txns[0]
+	s.loads = nil
 	resumed, err := s.unpark(txns)
 	if err != nil {
 		return newApplyError(first, err)
@@ -457,6 +461,7 @@ func (s *Session) Rollback(ctx context.Context) {
 // allows. A statement the source logged with an error ends its round trip,
 // and must fail with that same error (see expecting).
 func (s *Session) run(script []string) error {
+	s.conn.files = s.loads
 	var packet []string
 	size := 0
 	guard := -1 // the packet's guarded position statement
@@ -666,7 +671,21 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 	ended := false
 	apart, ddlRan, rowsBegun, statements := s.rowsApart(txn), false, false, 0
 	for _, ev := range txn.Events {
-		switch e := ev.Data.(type) {
+		data := ev.Data
+		switch e := data.(type) {
+		case *replication.BeginLoadQueryEvent:
+			if err := s.addLoadBlock(e.FileID, e.BlockData, true); err != nil {
+				return nil, false, fmt.Errorf("%s: %w", txn, err)
+			}
+			continue
+		case *replication.ExecuteLoadQueryEvent:
+			q, err := s.loadQuery(ev, txn.Format)
+			if err != nil {
+				return nil, false, fmt.Errorf("%s: %w", txn, err)
+			}
+			data = q
+		}
+		switch e := data.(type) {
 		case *replication.TableMapEvent:
 			if apart && ddlRan && !rowsBegun {
 				rowsBegun = true
@@ -771,6 +790,14 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 					return nil, false, fmt.Errorf("%s: %w", txn, err)
 				}
 				context = append(context, v.Statement())
+			case replication.APPEND_BLOCK_EVENT:
+				fileID, block, err := appendBlock(ev, txn.Format)
+				if err == nil {
+					err = s.addLoadBlock(fileID, block, false)
+				}
+				if err != nil {
+					return nil, false, fmt.Errorf("%s: %w", txn, err)
+				}
 			case replication.XA_PREPARE_LOG_EVENT:
 				// the XA PREPARE that xaPrepareScript adds
 			default:
@@ -854,6 +881,9 @@ func (s *Session) nonTransactionalStatements(txn *binlog.Transaction, shape grou
 		switch e := ev.Data.(type) {
 		case *replication.TableMapEvent:
 			return 0, ""
+		case *replication.ExecuteLoadQueryEvent:
+			n++
+			last = "LOAD DATA"
 		case *replication.QueryEvent:
 			text := strings.TrimSpace(string(e.Query))
 			switch strings.ToUpper(text) {

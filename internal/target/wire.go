@@ -36,6 +36,9 @@ type wire struct {
 	// changed (0 for a result set).
 	affected []uint64
 	answer   []byte // readPacket's buffer
+	// files are what a LOAD DATA LOCAL INFILE of the next exec reads, by
+	// the names its statements give (sendFile).
+	files map[string][]byte
 }
 
 const keptPacket = 4 << 20
@@ -85,6 +88,8 @@ func dial(ctx context.Context, cfg dburl.Config) (*wire, error) {
 		func(c *client.Conn) error {
 			c.SetCapability(mysql.CLIENT_MULTI_STATEMENTS)
 			c.SetCapability(mysql.CLIENT_MULTI_RESULTS)
+			// LOAD DATA logged as a statement reads its file from gapless (loaddata.go).
+			c.SetCapability(mysql.CLIENT_LOCAL_FILES)
 			if tlsConfig != nil {
 				c.SetTLSConfig(tlsConfig)
 			}
@@ -161,6 +166,8 @@ func (w *wire) readOK() error {
 		return nil
 	case mysql.ERR_HEADER:
 		return serverError(w.c.HandleErrorPacket(p))
+	case mysql.LocalInFile_HEADER:
+		return w.sendFile(string(p[1:]))
 	}
 	w.affected = append(w.affected, 0)
 	// A result set: column definitions, rows, each list ended by EOF (or
@@ -177,6 +184,32 @@ func (w *wire) readOK() error {
 		}
 	}
 	return nil
+}
+
+// fileChunk is the most bytes of a LOAD DATA LOCAL file sent in one packet:
+// well under any max_allowed_packet a server accepts.
+const fileChunk = 16 << 10
+
+// sendFile answers a LOAD DATA LOCAL INFILE statement's request for name
+// with the bytes kept under that name, then reads the statement's answer.
+// A name gapless did not give gets no bytes, and an error: an empty file
+// would load nothing, silently.
+func (w *wire) sendFile(name string) error {
+	data, ok := w.files[name]
+	for ok && len(data) > 0 {
+		n := min(len(data), fileChunk)
+		if err := w.c.WritePacket(append([]byte{0, 0, 0, 0}, data[:n]...)); err != nil {
+			return connError(err)
+		}
+		data = data[n:]
+	}
+	if err := w.c.WritePacket([]byte{0, 0, 0, 0}); err != nil {
+		return connError(err)
+	}
+	if err := w.readOK(); err != nil || ok {
+		return err
+	}
+	return fmt.Errorf("the target asked for a LOAD DATA file %q that gapless does not have", name)
 }
 
 // readPacket reads the next packet into the wire's answer buffer: it is
