@@ -445,7 +445,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		j := &job{gi: gi + 1, txns: batch, skip: len(batch) == 1 && skip[batch[0].MariaDB]}
 		for _, member := range batch {
 			gi++
-			deps, err := policy.Admit(gi, member)
+			deps, err := admit(policy, gi, member)
 			if err != nil {
 				stopping, runErr = true, fmt.Errorf("schedule %s: %w", member, err)
 				return
@@ -838,4 +838,16 @@ func behind(received, applied gtid.MariaDBPosition) uint64 {
 		}
 	}
 	return n
+}
+
+// admit asks the policy for a transaction's dependencies. A panic there is
+// a gapless bug: it becomes an error that stops the run cleanly, naming the
+// group, for a bug report, instead of a crash.
+func admit(policy schedule.Policy, gi int64, txn *binlog.Transaction) (deps schedule.Deps, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			deps, err = nil, fmt.Errorf("a gapless bug: panic: %v (report it with the source's binlog of this transaction)", r)
+		}
+	}()
+	return policy.Admit(gi, txn)
 }

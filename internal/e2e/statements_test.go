@@ -220,3 +220,21 @@ func TestStatementTransactionsRunInParallel(t *testing.T) {
 	}
 	t.Logf("statement transactions per worker: %s", perWorker)
 }
+
+// TestStatementsEndingInNUL replays statements a client sent with a NUL
+// byte at their end, as mysqlslap does (main.mysqlslap): the source's server
+// ends the statement there, and so must the target, where gapless sends
+// several statements in one packet.
+func TestStatementsEndingInNUL(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"SET SESSION binlog_format=MIXED",
+		"CREATE DATABASE nul\x00",
+		"CREATE TABLE nul.t (a INT PRIMARY KEY, b VARCHAR(10)) ENGINE=InnoDB\x00",
+		"INSERT INTO nul.t VALUES (1, 'a\x00b')\x00",
+		"INSERT INTO nul.t VALUES (2, 'c')\x00",
+		"UPDATE nul.t SET b = 'd' WHERE a = 2\x00",
+	)
+	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", "4")
+	requireEqual(t, sb)
+}

@@ -155,7 +155,9 @@ func (p *Writeset) rowStatement(s binlog.StatementWrites, t binlog.TableRef, inf
 		}
 		for c, v := range values {
 			col := position[c]
-			if v < 1 || v > maxSigned(info.Columns[col].IntegerBits) {
+			// Only integer columns hold a number here (the keys' are all
+			// integers); another column's value stays unknown.
+			if bits := info.Columns[col].IntegerBits; bits == 0 || v < 1 || v > maxSigned(bits) {
 				continue
 			}
 			p.row[col] = v

@@ -226,6 +226,11 @@ func TestStatementsTakeRowKeys(t *testing.T) {
 			waits(ins("uq", row(int64(10), int16(300), int32(1))), 9),
 			waits(ins("uq", row(uint64(9), uint16(7), int32(1))), 9),
 		}},
+		{"a number written to a column that is not an integer is no key, and no panic", []step{
+			st("INSERT INTO sb2 (id, k, c, pad) VALUES (7, 1, 2, 3)"),
+			waits(st("UPDATE sb2 SET k=k+1 WHERE id=7"), 1),
+			st("UPDATE sb2 SET k=k+1 WHERE id=8"),
+		}},
 		{"a statement the rules refuse takes its table whole", []step{
 			st("UPDATE sb SET k=k+1 WHERE id=5"),
 			waits(st("UPDATE sb SET k=k+1 WHERE id=6 OR id=7"), 1),

@@ -703,7 +703,7 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 			context = append(context, binlog.IntVar{Kind: byte(e.Type), Value: e.Value}.Statement())
 		case *replication.QueryEvent:
 			body = rows.flush(body)
-			text := strings.TrimSpace(string(e.Query))
+			text := queryStatement(e.Query)
 			s.noteTemporary(text)
 			switch {
 			case strings.EqualFold(text, "COMMIT"):
@@ -905,6 +905,15 @@ func (s *Session) nonTransactionalStatements(txn *binlog.Transaction, shape grou
 // unsupportedEvent is the error for an event gapless cannot apply.
 func unsupportedEvent(ev binlog.Event) error {
 	return fmt.Errorf("%s events cannot be applied by gapless (event at source position %d)", ev.Header.EventType, ev.Header.LogPos)
+}
+
+// queryStatement is the statement of a query event as the target runs it
+// in a packet of several: without the NUL bytes a client may have sent at
+// its end (mysqlslap counts its terminator in the length). The source's
+// server ended the statement there; in a packet the NUL would end the
+// whole packet's text before the next statement, a syntax error (1064).
+func queryStatement(query []byte) string {
+	return strings.TrimSpace(strings.TrimRight(strings.TrimSpace(string(query)), "\x00"))
 }
 
 // beginStatement opens a target transaction. Not BEGIN: under

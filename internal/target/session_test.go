@@ -43,3 +43,16 @@ func TestRowBatcherKeepsSmallStatementsTogether(t *testing.T) {
 		t.Fatalf("%d small statements made %d BINLOG statements, want 1", maxTableMaps-1, len(stmts))
 	}
 }
+
+func TestQueryStatement(t *testing.T) {
+	for in, want := range map[string]string{
+		"CREATE TABLE t (a INT)\x00":          "CREATE TABLE t (a INT)",
+		" INSERT INTO t VALUES (1) \x00\x00 ": "INSERT INTO t VALUES (1)",
+		"INSERT INTO t VALUES ('a\x00')":      "INSERT INTO t VALUES ('a\x00')",
+		"COMMIT":                              "COMMIT",
+	} {
+		if got := queryStatement([]byte(in)); got != want {
+			t.Errorf("queryStatement(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
