@@ -201,6 +201,47 @@ func TestTemporaryTableInATransactionsGroup(t *testing.T) {
 	}
 }
 
+// TestSavepointsOnATableTheTargetHoldsInMyISAM replays transactions with
+// savepoints on an InnoDB table that the target holds in MyISAM (made
+// without ENGINE= under another default, main.ps_missed_cmds). There the
+// savepoints protect nothing, and kept, they made the target binlog the
+// insert and the COMMIT as two GTID groups: the run stopped.
+func TestSavepointsOnATableTheTargetHoldsInMyISAM(t *testing.T) {
+	sb := sandbox.UpForTest(t, sandbox.Options{Fast: true, TargetExtra: []string{"default_storage_engine=MyISAM"}})
+	db := rootDB(t, sb.Primary)
+	session, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	for _, s := range []string{
+		"CREATE DATABASE sv", "CREATE TABLE sv.t (a INT)",
+		"SET SESSION binlog_format=MIXED",
+		"BEGIN", "INSERT INTO sv.t VALUES (1)", "SAVEPOINT s1", "INSERT INTO sv.t VALUES (2)", "ROLLBACK TO SAVEPOINT s1",
+		"SAVEPOINT s1", "RELEASE SAVEPOINT s1", "COMMIT",
+		"SET SESSION binlog_format=ROW",
+		"BEGIN", "INSERT INTO sv.t VALUES (3)", "SAVEPOINT s2", "INSERT INTO sv.t VALUES (4)", "RELEASE SAVEPOINT s2", "COMMIT",
+		"CREATE TABLE sv.after (a INT)",
+	} {
+		if _, err := session.ExecContext(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", "4")
+	for _, q := range []string{
+		"SELECT COUNT(*), SUM(a) FROM sv.t",
+		"SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sv' AND TABLE_NAME = 'after'",
+	} {
+		want, got := queryText(t, sb.Primary, q), queryText(t, sb.Target, q)
+		if got != want {
+			t.Errorf("%s: target %q, primary %q", q, got, want)
+		}
+	}
+	if got, g := domain0(t, sb.Target), domain0(t, sb.Primary); got != g {
+		t.Errorf("the target's binlog ends at %s in the source's domain, the primary's at %s", got, g)
+	}
+}
+
 // domain0 is the last GTID of domain 0 in srv's binlog.
 func domain0(t *testing.T, srv *sandbox.Server) gtid.MariaDBGTID {
 	t.Helper()

@@ -29,13 +29,14 @@ import (
 
 // Bits of a MariaDB GTID event that go-mysql leaves undecoded.
 const (
-	gtidPreparedXA   = 0x40 // flags2: the group is an XA transaction's first phase (XA PREPARE)
-	gtidCompletedXA  = 0x80 // flags2: the group is XA COMMIT or XA ROLLBACK
-	gtidGroupCommit  = 0x02 // flags2: a commit id follows
-	extraMultiEngine = 0x01 // flags_extra: an engine count follows
-	extraStartAlter  = 0x02 // flags_extra: START ALTER of binlog_alter_two_phase
-	extraCommitAlter = 0x04 // flags_extra: COMMIT ALTER; the ALTER runs now
-	extraRollAlter   = 0x08 // flags_extra: ROLLBACK ALTER; the ALTER never happened
+	gtidPreparedXA    = 0x40 // flags2: the group is an XA transaction's first phase (XA PREPARE)
+	gtidCompletedXA   = 0x80 // flags2: the group is XA COMMIT or XA ROLLBACK
+	gtidGroupCommit   = 0x02 // flags2: a commit id follows
+	gtidTransactional = 0x04 // flags2: every table the group wrote is transactional on the source
+	extraMultiEngine  = 0x01 // flags_extra: an engine count follows
+	extraStartAlter   = 0x02 // flags_extra: START ALTER of binlog_alter_two_phase
+	extraCommitAlter  = 0x04 // flags_extra: COMMIT ALTER; the ALTER runs now
+	extraRollAlter    = 0x08 // flags_extra: ROLLBACK ALTER; the ALTER never happened
 )
 
 // groupShape is how a source event group maps onto target transactions.
@@ -90,6 +91,34 @@ func shapeOf(txn *binlog.Transaction) groupShape {
 		}
 	}
 	return shapeAlone
+}
+
+// savepointsLeftOut reports whether txn's SAVEPOINT and RELEASE SAVEPOINT
+// statements are left out on the target: the source flagged the group
+// transactional, but a table it writes is not transactional on the target
+// (Engines.Mark). There a savepoint protects nothing, and it would make the
+// target binlog the group's non-transactional writes and the rest (the
+// savepoints, the COMMIT) as two GTID groups. A group with a ROLLBACK TO
+// SAVEPOINT keeps them all: the source undid changes there that the
+// target may not be able to, and it runs as it was logged.
+func savepointsLeftOut(txn *binlog.Transaction) bool {
+	if txn.Flavor != binlog.FlavorMariaDB || txn.Has(binlog.FlagTransactional) {
+		return false
+	}
+	if flags2, _ := gtidFlags(txn); flags2&gtidTransactional == 0 {
+		return false
+	}
+	for _, ev := range txn.Events {
+		if q, ok := ev.Data.(*replication.QueryEvent); ok && startsWithWord(strings.TrimSpace(string(q.Query)), "ROLLBACK") {
+			return false
+		}
+	}
+	return true
+}
+
+// setsSavepoint reports whether text is a SAVEPOINT or RELEASE SAVEPOINT.
+func setsSavepoint(text string) bool {
+	return startsWithWord(text, "SAVEPOINT") || startsWithWord(text, "RELEASE")
 }
 
 // AppliesAlone reports whether txn is written to the target before its

@@ -612,7 +612,8 @@ func nonTransactionalRowStatements(txn *binlog.Transaction) [][][]byte {
 			}
 		case *replication.MariadbAnnotateRowsEvent, *replication.XIDEvent:
 		case *replication.QueryEvent:
-			if text := strings.TrimSpace(string(e.Query)); !strings.EqualFold(text, "BEGIN") && !strings.EqualFold(text, "COMMIT") {
+			text := strings.TrimSpace(string(e.Query))
+			if !strings.EqualFold(text, "BEGIN") && !strings.EqualFold(text, "COMMIT") && !(setsSavepoint(text) && savepointsLeftOut(txn)) {
 				return nil
 			}
 		default:
@@ -670,6 +671,7 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 	var context []string // statements setting up the next query: INSERT_ID, RAND seeds, user variables
 	ended := false
 	apart, ddlRan, rowsBegun, statements := s.rowsApart(txn), false, false, 0
+	noSavepoints := savepointsLeftOut(txn)
 	for _, ev := range txn.Events {
 		data := ev.Data
 		switch e := data.(type) {
@@ -719,6 +721,8 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 					begin()
 					begun = true
 				}
+				continue
+			case noSavepoints && setsSavepoint(text):
 				continue
 			}
 			state, err := binlog.QuerySessionState(ev.Header, e)
@@ -891,7 +895,10 @@ func (s *Session) nonTransactionalStatements(txn *binlog.Transaction, shape grou
 			case "ROLLBACK":
 				return 0, ""
 			default:
-				if startsWithWord(text, "SAVEPOINT") || startsWithWord(text, "ROLLBACK") || startsWithWord(text, "RELEASE") {
+				if setsSavepoint(text) && savepointsLeftOut(txn) {
+					continue
+				}
+				if setsSavepoint(text) || startsWithWord(text, "ROLLBACK") {
 					return 0, "" // savepoints need the one transaction
 				}
 				n++
