@@ -302,3 +302,42 @@ func TestSecondApplierIsRefusedWhileTheFirstRuns(t *testing.T) {
 	stopAndRequireExit0(t, first.Process.Pid, waitFirst)
 	requireEqual(t, sb)
 }
+
+// TestLoadDataOnATargetWithoutLocalInfile stops, with the setting to change,
+// at a LOAD DATA logged as a statement when the target refuses LOAD DATA
+// LOCAL INFILE, which gapless runs it as; nothing of it is applied.
+func TestLoadDataOnATargetWithoutLocalInfile(t *testing.T) {
+	sb := sandbox.UpForTest(t, sandbox.Options{Fast: true, TargetExtra: []string{"local_infile=OFF"}})
+	file := filepath.Join(t.TempDir(), "rows.txt")
+	if err := os.WriteFile(file, []byte("1\tx\n2\ty\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := rootDB(t, sb.Primary)
+	session, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	for _, s := range []string{
+		"CREATE DATABASE ld", "CREATE TABLE ld.t (a INT PRIMARY KEY, b VARCHAR(10)) ENGINE=InnoDB",
+		"SET SESSION binlog_format=STATEMENT",
+		"LOAD DATA INFILE '" + file + "' INTO TABLE ld.t",
+	} {
+		if _, err := session.ExecContext(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	r := gapless(t, nil, append(replicateArgs(sb.SourceURL, sb.Target.URL(sandbox.ApplierUser, sandbox.ApplierPassword),
+		filepath.Join(t.TempDir(), "relay")), "--until", binlogPos(t, sb.Primary))...)
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1", r.code)
+	}
+	for _, w := range []string{"apply ", "target error 4166", "SET GLOBAL local_infile=ON on the target", "replication stopped before"} {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("stderr does not say %q:\n%s", w, r.stderr)
+		}
+	}
+	if n := queryText(t, sb.Target, "SELECT COUNT(*) FROM ld.t"); n != "0" {
+		t.Errorf("the target holds %s rows of the refused LOAD DATA", n)
+	}
+}

@@ -38,6 +38,10 @@ func (e *ApplyError) Error() string {
 	fmt.Fprintf(&b, " (%s): ", e.Kind)
 	if e.Code != 0 {
 		fmt.Fprintf(&b, "target error %d: %s", e.Code, e.Message)
+		var h *hinted
+		if errors.As(e.Err, &h) {
+			fmt.Fprintf(&b, " (%s)", h.hint)
+		}
 	} else {
 		b.WriteString(e.Err.Error())
 	}
@@ -45,6 +49,16 @@ func (e *ApplyError) Error() string {
 }
 
 func (e *ApplyError) Unwrap() error { return e.Err }
+
+// hinted is an error with what to do about it, which ApplyError says after
+// the target's own message.
+type hinted struct {
+	err  error
+	hint string
+}
+
+func (h *hinted) Error() string { return h.err.Error() + " (" + h.hint + ")" }
+func (h *hinted) Unwrap() error { return h.err }
 
 // Transient reports whether applying the transaction again may succeed:
 // deadlocks, lock wait timeouts, and connections lost or refused.

@@ -98,3 +98,12 @@ func (s *Session) loadQuery(ev binlog.Event, format binlog.Event) (*replication.
 	q.Query = append(text, q.Query[end:]...)
 	return q, nil
 }
+
+// localInfileHint says what to do when the target refuses LOAD DATA LOCAL
+// INFILE (1148, or 4166 from servers that name the setting).
+func localInfileHint(err error) error {
+	if code, _ := errorCode(err); code == 1148 || code == 4166 {
+		return &hinted{err, "LOAD DATA logged as a statement runs as LOAD DATA LOCAL INFILE: SET GLOBAL local_infile=ON on the target"}
+	}
+	return err
+}

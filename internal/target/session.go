@@ -148,7 +148,7 @@ func (s *Session) prepare() error {
 // privilegeHint names what the apply user lacks when the target says access denied.
 func privilegeHint(err error) error {
 	if code, _ := errorCode(err); code == 1227 || code == 1044 || code == 1142 {
-		return fmt.Errorf("%w (the target user needs SUPER, BINLOG REPLAY and the data privileges; e.g. GRANT ALL ON *.* TO the apply user)", err)
+		return &hinted{err, "the target user needs SUPER, BINLOG REPLAY and the data privileges; e.g. GRANT ALL ON *.* TO the apply user"}
 	}
 	return err
 }
@@ -265,6 +265,9 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 		}
 		if format != nil {
 			err = privilegeHint(err)
+		}
+		if s.loads != nil {
+			err = localInfileHint(err)
 		}
 		return newApplyError(txns[len(txns)-1], err)
 	}
