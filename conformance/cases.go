@@ -39,8 +39,12 @@ type caseFiles struct {
 // locateCase finds a case under the mysql-test directory.
 func locateCase(mtrDir string, c testCase) (caseFiles, error) {
 	suiteDir := filepath.Join(mtrDir, "suite", c.Suite)
-	if c.Suite == "main" {
+	switch plugin := filepath.Join(mtrDir, "plugin", c.Suite, c.Suite); {
+	case c.Suite == "main":
 		suiteDir = filepath.Join(mtrDir, "main")
+	case !exists(suiteDir) && exists(plugin):
+		// A plugin's suite: plugin/type_inet/type_inet/*.test.
+		suiteDir = plugin
 	}
 	var f caseFiles
 	f.SuiteDir = suiteDir
@@ -262,4 +266,10 @@ func absoluteSources(test, testDir string) string {
 		}
 		return parts[1] + p
 	})
+}
+
+// exists reports whether path names a file or directory.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

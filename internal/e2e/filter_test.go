@@ -5,6 +5,7 @@
 package e2e
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,6 +26,14 @@ func checksum(t *testing.T, srv *sandboxT, server string, table string) string {
 
 func TestFiltersKeepDatabasesAndTablesOffTheTarget(t *testing.T) {
 	sb := upSandbox(t)
+	dir := t.TempDir()
+	skipRows, keepRows := filepath.Join(dir, "skip.txt"), filepath.Join(dir, "keep.txt")
+	if err := os.WriteFile(skipRows, []byte("10\n11\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keepRows, []byte("20\t20\n21\t21\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	mustExec(t, sb.Primary,
 		"CREATE DATABASE keep", "CREATE DATABASE skipme",
 		"CREATE TABLE keep.t1 (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
@@ -40,6 +49,11 @@ func TestFiltersKeepDatabasesAndTablesOffTheTarget(t *testing.T) {
 		"UPDATE keep.t1 JOIN keep.tmp_x ON keep.t1.id = keep.tmp_x.id SET keep.t1.v = 10, keep.tmp_x.id = keep.tmp_x.id + 100",
 		"SET SESSION binlog_format = 'STATEMENT'",
 		"INSERT INTO skipme.t VALUES (3)",
+		// LOAD DATA logged as a statement, filtered by its default database.
+		"LOAD DATA INFILE '"+skipRows+"' INTO TABLE skipme.t (id)",
+		"USE keep",
+		"LOAD DATA INFILE '"+keepRows+"' INTO TABLE keep.t1",
+		"USE skipme",
 		"SET SESSION binlog_format = 'ROW'",
 		"ALTER TABLE skipme.t ADD COLUMN c INT",
 		"INSERT INTO keep.t1 VALUES (4, 4)",

@@ -121,6 +121,16 @@ func (r *Rules) Apply(txn *binlog.Transaction) (*binlog.Transaction, bool) {
 				lastRows = -1
 				clear(dropTable)
 			}
+		case *replication.ExecuteLoadQueryEvent:
+			// LOAD DATA logged as a statement: kept or dropped as a
+			// statement, by its default database. (The file's bytes before
+			// it stay; without it, nothing reads them.)
+			el, err := binlog.DecodeExecuteLoad(ev, txn.Format)
+			if err == nil && !r.keepStatement(string(el.Query.Schema), string(el.Query.Query)) {
+				changed = true
+				continue
+			}
+			work = true
 		case *replication.QueryEvent:
 			text := strings.ToUpper(strings.TrimSpace(string(e.Query)))
 			if text != "BEGIN" && text != "COMMIT" && text != "ROLLBACK" {

@@ -134,7 +134,7 @@ func AppliesAlone(txn *binlog.Transaction) bool {
 // it, an XID (format id 4, gtrid length 1, bqual length 1, data) for XA
 // groups, then, when bytes remain, flags_extra.
 func gtidFlags(txn *binlog.Transaction) (flags2, extra byte) {
-	body := eventBody(txn.Begin.Raw, txn.Format)
+	body := binlog.Payload(txn.Begin.Raw, txn.Format)
 	if len(body) < 13 {
 		return 0, 0
 	}
@@ -153,19 +153,6 @@ func gtidFlags(txn *binlog.Transaction) (flags2, extra byte) {
 		extra = body[pos]
 	}
 	return flags2, extra
-}
-
-// eventBody is an event without its common header and checksum.
-func eventBody(raw []byte, format binlog.Event) []byte {
-	const headerSize = 19
-	end := len(raw)
-	if fde, ok := format.Data.(*replication.FormatDescriptionEvent); ok && fde.ChecksumAlgorithm == replication.BINLOG_CHECKSUM_ALG_CRC32 {
-		end -= 4
-	}
-	if end < headerSize {
-		return nil
-	}
-	return raw[headerSize:end]
 }
 
 func endsInXAPrepare(txn *binlog.Transaction) bool {

@@ -16,21 +16,6 @@ import (
 	"gapless/internal/binlog"
 )
 
-// How an EXECUTE_LOAD_QUERY event's statement treats a row whose key is
-// there already.
-const (
-	loadDupError   = 0
-	loadDupIgnore  = 1
-	loadDupReplace = 2
-)
-
-// executeLoadPostHeader is the size of an EXECUTE_LOAD_QUERY event's fixed
-// part: a query event's (thread id 4, execution time 4, database name
-// length 1, error code 2, status variables length 2), then the file id 4,
-// the start and end of the file name in the statement (4 each) and the
-// duplicate handling 1.
-const executeLoadPostHeader = 13 + 13
-
 // addLoadBlock keeps the bytes of a BEGIN_LOAD_QUERY or APPEND_BLOCK event
 // (a file id, then the bytes) for the statement that reads them.
 func (s *Session) addLoadBlock(fileID uint32, block []byte, begin bool) error {
@@ -47,7 +32,7 @@ func (s *Session) addLoadBlock(fileID uint32, block []byte, begin bool) error {
 
 // appendBlock decodes an APPEND_BLOCK event's body: the file id, then bytes.
 func appendBlock(ev binlog.Event, format binlog.Event) (uint32, []byte, error) {
-	body := eventBody(ev.Raw, format)
+	body := binlog.Payload(ev.Raw, format)
 	if len(body) < 4 {
 		return 0, nil, fmt.Errorf("APPEND_BLOCK event of %d bytes", len(body))
 	}
@@ -67,35 +52,25 @@ func loadFileName(fileID uint32) string {
 // LOCAL makes a duplicate key a warning, as IGNORE does; the source's
 // statement, logged without an error, met none.
 func (s *Session) loadQuery(ev binlog.Event, format binlog.Event) (*replication.QueryEvent, error) {
-	body := eventBody(ev.Raw, format)
-	if len(body) < executeLoadPostHeader {
-		return nil, fmt.Errorf("EXECUTE_LOAD_QUERY event of %d bytes", len(body))
+	el, err := binlog.DecodeExecuteLoad(ev, format)
+	if err != nil {
+		return nil, err
 	}
-	fileID := binary.LittleEndian.Uint32(body[13:])
-	start := binary.LittleEndian.Uint32(body[17:])
-	end := binary.LittleEndian.Uint32(body[21:])
-	dup := body[25]
-	q := &replication.QueryEvent{}
-	if err := q.Decode(append(body[:13:13], body[executeLoadPostHeader:]...)); err != nil {
-		return nil, fmt.Errorf("EXECUTE_LOAD_QUERY event: %w", err)
-	}
-	if start > end || int(end) > len(q.Query) {
-		return nil, fmt.Errorf("EXECUTE_LOAD_QUERY event: file name at [%d, %d) of a statement of %d bytes", start, end, len(q.Query))
-	}
-	name := loadFileName(fileID)
+	name := loadFileName(el.FileID)
 	if _, ok := s.loads[name]; !ok {
-		return nil, fmt.Errorf("EXECUTE_LOAD_QUERY for file %d without its BEGIN_LOAD_QUERY", fileID)
+		return nil, fmt.Errorf("EXECUTE_LOAD_QUERY for file %d without its BEGIN_LOAD_QUERY", el.FileID)
 	}
-	text := append([]byte{}, q.Query[:start]...)
+	q := el.Query
+	text := append([]byte{}, q.Query[:el.Start]...)
 	text = append(text, " LOCAL INFILE '"+name+"'"...)
-	switch dup {
-	case loadDupIgnore:
+	switch el.Dup {
+	case binlog.LoadDupIgnore:
 		text = append(text, " IGNORE"...)
-	case loadDupReplace:
+	case binlog.LoadDupReplace:
 		text = append(text, " REPLACE"...)
 	}
 	text = append(text, " INTO"...)
-	q.Query = append(text, q.Query[end:]...)
+	q.Query = append(text, q.Query[el.End:]...)
 	return q, nil
 }
 
