@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -71,13 +72,21 @@ func (f *fleet) start(ctx context.Context, cfg sandbox.ServerConfig, template st
 			return nil, err
 		}
 	}
-	srv, err := sandbox.StartServer(ctx, cfg)
-	if err != nil && ctx.Err() == nil && !strings.Contains(err.Error(), "[ERROR]") {
-		waitForFile(ctx, filepath.Join(cfg.Dir, cfg.Name, "mariadbd.pid"), 10*time.Second)
+	pidFile := filepath.Join(cfg.Dir, cfg.Name, "mariadbd.pid")
+	sctx, cancel := context.WithTimeout(ctx, serverStartLimit)
+	defer cancel()
+	srv, err := sandbox.StartServer(sctx, cfg)
+	if err != nil && sctx.Err() == nil && !strings.Contains(err.Error(), "[ERROR]") {
+		waitForFile(sctx, pidFile, 10*time.Second)
 		var again error
-		if srv, again = sandbox.StartServer(ctx, cfg); again == nil {
+		if srv, again = sandbox.StartServer(sctx, cfg); again == nil {
 			err = nil
 		}
+	}
+	if err != nil && ctx.Err() == nil && sctx.Err() != nil {
+		// Not ready in time: the server may run still, and no case owns it.
+		killPidFile(pidFile)
+		err = fmt.Errorf("not ready within %s: %w", serverStartLimit, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("starting server %s in %s: %w", cfg.Name, cfg.Dir, err)
@@ -86,6 +95,23 @@ func (f *fleet) start(ctx context.Context, cfg sandbox.ServerConfig, template st
 	f.servers[srv] = true
 	f.mu.Unlock()
 	return srv, nil
+}
+
+// serverStartLimit bounds starting one server, its readiness and accounts
+// included: one that accepts a connection and never answers
+// (--thread-handling=no-threads, whose one thread the start's first
+// connection holds) must not hold the run forever.
+const serverStartLimit = 3 * time.Minute
+
+// killPidFile kills the process whose pid the file holds, if any.
+func killPidFile(path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
 
 func waitForFile(ctx context.Context, path string, timeout time.Duration) {
