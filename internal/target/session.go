@@ -675,6 +675,8 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 	ended := false
 	apart, ddlRan, rowsBegun, statements := s.rowsApart(txn), false, false, 0
 	noSavepoints := savepointsLeftOut(txn)
+	flags2, _ := gtidFlags(txn)
+	xa := flags2&(gtidPreparedXA|gtidCompletedXA) != 0 // begun by XA START, which its GTID event stands for
 	for _, ev := range txn.Events {
 		data := ev.Data
 		switch e := data.(type) {
@@ -770,7 +772,7 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 				// prepared, ends only by this statement.)
 				stmt = tolerating(errXARollback, stmt)
 			}
-			if begun {
+			if begun && statements == 1 && !xa && statementCount(txn) > 1 {
 				body = append(body, transactionalTemporary(text, stmt)...)
 			} else {
 				body = append(body, stmt)

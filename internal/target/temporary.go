@@ -41,17 +41,21 @@ var (
 	namesEngine           = regexp.MustCompile(`(?i)\bENGINE\b`)
 )
 
-// transactionalTemporary returns the statements that run text, a statement
-// of a group the source logged between BEGIN and COMMIT, so that a
-// temporary table it creates is transactional on the target too. The
-// source's engine for a temporary table that names none is its session's
-// default, which the binlog does not carry. A client session logs such a
-// CREATE inside its transaction's group only when the table is
-// transactional; one of MyISAM or Aria it logs at once, as a group of its
-// own. On a target whose default engine is not transactional the table
-// would be MyISAM or Aria, and the target's binlog would then write the
-// CREATE as a group of its own and the rest of the source's group under
-// the next GTID. So the table is made InnoDB, for this statement only.
+// transactionalTemporary returns the statements that run text, the first
+// of several statements of a group the source logged between BEGIN and
+// COMMIT, so that a temporary table it creates is transactional on the
+// target too. The source's engine for a temporary table that names none is
+// its session's default, which the binlog does not carry. A client session
+// logs such a CREATE, first in its transaction, with the statements after
+// it only when the table is transactional; one of MyISAM or Aria it logs at
+// once, as a BEGIN ... COMMIT group of its own, the CREATE alone. (Later in
+// a transaction that wrote a transactional table, a MyISAM one joins the
+// group too, and an XA transaction's CREATE is logged alone: there the
+// target's default decides.) On a target whose default engine is not
+// transactional the table would be MyISAM or Aria, and the target's binlog
+// would then write the CREATE as a group of its own and the rest of the
+// source's group under the next GTID. So the table is made InnoDB, for
+// this statement only.
 func transactionalTemporary(text, stmt string) []string {
 	if !createsTemporaryTable.MatchString(text) || namesEngine.MatchString(text) {
 		return []string{stmt}
@@ -208,4 +212,23 @@ func resumedScript(script []string, g gtid.MariaDBGTID) []string {
 		}
 	}
 	return out
+}
+
+// statementCount is the number of statements of txn, BEGIN, COMMIT and
+// ROLLBACK aside.
+func statementCount(txn *binlog.Transaction) int {
+	n := 0
+	for _, ev := range txn.Events {
+		switch e := ev.Data.(type) {
+		case *replication.ExecuteLoadQueryEvent:
+			n++
+		case *replication.QueryEvent:
+			switch strings.ToUpper(strings.TrimSpace(string(e.Query))) {
+			case "BEGIN", "COMMIT", "ROLLBACK":
+			default:
+				n++
+			}
+		}
+	}
+	return n
 }
