@@ -139,19 +139,11 @@ func TestGroupsTheTargetWouldSplit(t *testing.T) {
 		"INSERT INTO sp.t VALUES (5, 5)",
 	)
 	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", "4")
-	for _, q := range []string{
+	requireSameAnswers(t, sb,
 		"SELECT COUNT(*), SUM(v) FROM sp.t",
 		"SELECT COUNT(*), SUM(w) FROM sp.c",
 		"SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sp' AND TABLE_NAME = 'after'",
-	} {
-		want, got := queryText(t, sb.Primary, q), queryText(t, sb.Target, q)
-		if got != want {
-			t.Errorf("%s: target %q, primary %q", q, got, want)
-		}
-	}
-	if got, g := domain0(t, sb.Target), domain0(t, sb.Primary); got != g {
-		t.Errorf("the target's binlog ends at %s in the source's domain, the primary's at %s", got, g)
-	}
+	)
 }
 
 // TestTemporaryTableInATransactionsGroup replays a source transaction that
@@ -165,14 +157,6 @@ func TestTemporaryTableInATransactionsGroup(t *testing.T) {
 	mustExec(t, sb.Primary,
 		"CREATE DATABASE tt",
 		"CREATE TABLE tt.real (a INT) ENGINE=InnoDB",
-	)
-	db := rootDB(t, sb.Primary)
-	session, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer session.Close()
-	for _, s := range []string{
 		"SET SESSION binlog_format=MIXED", "SET autocommit=0",
 		"CREATE TEMPORARY TABLE tt.scratch (a INT)",
 		"INSERT INTO tt.scratch VALUES (1), (2)",
@@ -181,24 +165,12 @@ func TestTemporaryTableInATransactionsGroup(t *testing.T) {
 		"INSERT INTO tt.real SELECT a * 10 FROM tt.scratch",
 		"COMMIT",
 		"CREATE TABLE tt.after (a INT)",
-	} {
-		if _, err := session.ExecContext(context.Background(), s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	)
 	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", "4")
-	for _, q := range []string{
+	requireSameAnswers(t, sb,
 		"SELECT COUNT(*), SUM(a) FROM tt.real",
 		"SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'tt' AND TABLE_NAME = 'after'",
-	} {
-		want, got := queryText(t, sb.Primary, q), queryText(t, sb.Target, q)
-		if got != want {
-			t.Errorf("%s: target %q, primary %q", q, got, want)
-		}
-	}
-	if got, g := domain0(t, sb.Target), domain0(t, sb.Primary); got != g {
-		t.Errorf("the target's binlog ends at %s in the source's domain, the primary's at %s", got, g)
-	}
+	)
 }
 
 // TestSavepointsOnATableTheTargetHoldsInMyISAM replays transactions with
@@ -208,13 +180,7 @@ func TestTemporaryTableInATransactionsGroup(t *testing.T) {
 // insert and the COMMIT as two GTID groups: the run stopped.
 func TestSavepointsOnATableTheTargetHoldsInMyISAM(t *testing.T) {
 	sb := sandbox.UpForTest(t, sandbox.Options{Fast: true, TargetExtra: []string{"default_storage_engine=MyISAM"}})
-	db := rootDB(t, sb.Primary)
-	session, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer session.Close()
-	for _, s := range []string{
+	mustExec(t, sb.Primary,
 		"CREATE DATABASE sv", "CREATE TABLE sv.t (a INT)",
 		"SET SESSION binlog_format=MIXED",
 		"BEGIN", "INSERT INTO sv.t VALUES (1)", "SAVEPOINT s1", "INSERT INTO sv.t VALUES (2)", "ROLLBACK TO SAVEPOINT s1",
@@ -222,16 +188,20 @@ func TestSavepointsOnATableTheTargetHoldsInMyISAM(t *testing.T) {
 		"SET SESSION binlog_format=ROW",
 		"BEGIN", "INSERT INTO sv.t VALUES (3)", "SAVEPOINT s2", "INSERT INTO sv.t VALUES (4)", "RELEASE SAVEPOINT s2", "COMMIT",
 		"CREATE TABLE sv.after (a INT)",
-	} {
-		if _, err := session.ExecContext(context.Background(), s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	)
 	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", "4")
-	for _, q := range []string{
+	requireSameAnswers(t, sb,
 		"SELECT COUNT(*), SUM(a) FROM sv.t",
 		"SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sv' AND TABLE_NAME = 'after'",
-	} {
+	)
+}
+
+// requireSameAnswers checks that each query answers the same on the target
+// as on the primary, and that the target's binlog ends at the primary's
+// last GTID in the source's domain.
+func requireSameAnswers(t *testing.T, sb *sandbox.Sandbox, queries ...string) {
+	t.Helper()
+	for _, q := range queries {
 		want, got := queryText(t, sb.Primary, q), queryText(t, sb.Target, q)
 		if got != want {
 			t.Errorf("%s: target %q, primary %q", q, got, want)

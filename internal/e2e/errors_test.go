@@ -312,21 +312,11 @@ func TestLoadDataOnATargetWithoutLocalInfile(t *testing.T) {
 	if err := os.WriteFile(file, []byte("1\tx\n2\ty\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	db := rootDB(t, sb.Primary)
-	session, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer session.Close()
-	for _, s := range []string{
+	mustExec(t, sb.Primary,
 		"CREATE DATABASE ld", "CREATE TABLE ld.t (a INT PRIMARY KEY, b VARCHAR(10)) ENGINE=InnoDB",
 		"SET SESSION binlog_format=STATEMENT",
-		"LOAD DATA INFILE '" + file + "' INTO TABLE ld.t",
-	} {
-		if _, err := session.ExecContext(context.Background(), s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+		"LOAD DATA INFILE '"+file+"' INTO TABLE ld.t",
+	)
 	r := gapless(t, nil, append(replicateArgs(sb.SourceURL, sb.Target.URL(sandbox.ApplierUser, sandbox.ApplierPassword),
 		filepath.Join(t.TempDir(), "relay")), "--until", binlogPos(t, sb.Primary))...)
 	if r.code != 1 {
