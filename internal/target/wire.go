@@ -39,6 +39,9 @@ type wire struct {
 	// files are what a LOAD DATA LOCAL INFILE of the next exec reads, by
 	// the names its statements give (sendFile).
 	files map[string][]byte
+	// lowat is the connection when it is plain TCP: exec tells it how many
+	// answers are still to come (lowat.go). Nil under TLS.
+	lowat *lowatConn
 }
 
 const keptPacket = 4 << 20
@@ -78,11 +81,15 @@ func dial(ctx context.Context, cfg dburl.Config) (*wire, error) {
 	var raw net.Conn
 	dialAndLimit := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dialer.DialContext(ctx, network, addr)
-		if err == nil {
-			raw = conn
-			conn.SetDeadline(time.Now().Add(timeout))
+		if err != nil {
+			return nil, err
 		}
-		return conn, err
+		raw = conn
+		conn.SetDeadline(time.Now().Add(timeout))
+		if tlsConfig == nil {
+			conn = newLowatConn(conn)
+		}
+		return conn, nil
 	}
 	c, err := client.ConnectWithDialer(dctx, "tcp", cfg.Addr(), cfg.User, cfg.Password, "", dialAndLimit,
 		func(c *client.Conn) error {
@@ -100,6 +107,7 @@ func dial(ctx context.Context, cfg dburl.Config) (*wire, error) {
 	}
 	raw.SetDeadline(time.Time{})
 	w := &wire{c: c}
+	w.lowat, _ = c.Conn.Conn.(*lowatConn)
 	var set []string
 	for k, v := range cfg.Params {
 		if k != "tls" && k != "timeout" && !clientParams[k] {
@@ -144,12 +152,21 @@ func (w *wire) exec(stmts []string) error {
 		return connError(err)
 	}
 	w.affected = w.affected[:0]
-	for range stmts {
+	defer w.expect(0)
+	for i := range stmts {
+		w.expect(len(stmts) - i)
 		if err := w.readOK(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// expect passes on to the connection how many answers are still to come.
+func (w *wire) expect(answers int) {
+	if w.lowat != nil {
+		w.lowat.expect(answers)
+	}
 }
 
 // readOK reads one statement's answer: OK, or its error. A result set is
