@@ -136,3 +136,17 @@ func IsControlEvent(t replication.EventType) bool {
 	}
 	return false
 }
+
+// ControlStatement returns BEGIN, COMMIT or ROLLBACK when a query event's
+// text is that word alone (any case, blanks around it), and "" for any
+// other statement. It copies nothing: it runs on every statement of a
+// statement-format binlog, several times.
+func ControlStatement(query []byte) string {
+	text := bytes.TrimSpace(query)
+	for _, w := range [...]string{"BEGIN", "COMMIT", "ROLLBACK"} {
+		if len(text) == len(w) && bytes.EqualFold(text, []byte(w)) {
+			return w
+		}
+	}
+	return ""
+}

@@ -58,14 +58,14 @@ func (r *StatementReader) Read(txn *Transaction) {
 				known = false
 			}
 		case *replication.QueryEvent:
-			text := strings.TrimSpace(string(e.Query))
-			switch strings.ToUpper(text) {
+			switch ControlStatement(e.Query) {
 			case "BEGIN", "COMMIT":
 				continue
 			case "ROLLBACK":
 				known = false
 				continue
 			}
+			text := strings.TrimSpace(string(e.Query))
 			state, err := QuerySessionState(ev.Header, e)
 			if err != nil || !state.HasSQLMode {
 				// The state it runs under is not known: it may be about

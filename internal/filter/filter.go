@@ -132,8 +132,7 @@ func (r *Rules) Apply(txn *binlog.Transaction) (*binlog.Transaction, bool) {
 			}
 			work = true
 		case *replication.QueryEvent:
-			text := strings.ToUpper(strings.TrimSpace(string(e.Query)))
-			if text != "BEGIN" && text != "COMMIT" && text != "ROLLBACK" {
+			if binlog.ControlStatement(e.Query) == "" {
 				if !r.keepStatement(string(e.Schema), string(e.Query)) {
 					changed = true
 					continue

@@ -12,10 +12,6 @@ package schedule
 
 import (
 	"slices"
-
-	"github.com/go-mysql-org/go-mysql/replication"
-
-	"gapless/internal/binlog"
 )
 
 type holders struct {
@@ -113,12 +109,4 @@ func (l *ledger) release(gi int64) {
 func tidy(deps Deps) Deps {
 	slices.Sort(deps)
 	return slices.Compact(deps)
-}
-
-func queryText(ev binlog.Event) (string, bool) {
-	q, ok := ev.Data.(*replication.QueryEvent)
-	if !ok {
-		return "", false
-	}
-	return string(q.Query), true
 }

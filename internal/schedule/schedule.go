@@ -87,8 +87,8 @@ func hasStatements(txn *binlog.Transaction) bool {
 		if _, ok := ev.Data.(*replication.ExecuteLoadQueryEvent); ok {
 			return true // LOAD DATA logged as a statement
 		}
-		if q, ok := queryText(ev); ok {
-			switch strings.ToUpper(strings.TrimSpace(q)) {
+		if q, ok := ev.Data.(*replication.QueryEvent); ok {
+			switch binlog.ControlStatement(q.Query) {
 			case "BEGIN", "COMMIT", "ROLLBACK":
 			default:
 				return true

@@ -241,9 +241,10 @@ func NeedsStatementSession(txn *binlog.Transaction) bool {
 			return true // LOAD DATA logged as a statement, maybe into a temporary table
 		}
 		if q, ok := ev.Data.(*replication.QueryEvent); ok {
-			switch text := strings.TrimSpace(string(q.Query)); strings.ToUpper(text) {
+			switch binlog.ControlStatement(q.Query) {
 			case "BEGIN", "COMMIT", "ROLLBACK":
 			default:
+				text := strings.TrimSpace(string(q.Query))
 				// An XA transaction of statements may use a temporary table
 				// of its source session, so it runs where they live; its
 				// connection is given up at XA PREPARE, and with it the
@@ -264,7 +265,7 @@ func NeedsStatementSession(txn *binlog.Transaction) bool {
 func HasStatements(txn *binlog.Transaction) bool {
 	for _, ev := range txn.Events {
 		if q, ok := ev.Data.(*replication.QueryEvent); ok {
-			switch strings.ToUpper(strings.TrimSpace(string(q.Query))) {
+			switch binlog.ControlStatement(q.Query) {
 			case "BEGIN", "COMMIT", "ROLLBACK":
 			default:
 				return true

@@ -56,3 +56,14 @@ func TestQueryStatement(t *testing.T) {
 		}
 	}
 }
+
+func TestMayMatchFulltext(t *testing.T) {
+	naive := func(q string) bool { return strings.Contains(strings.ToLower(q), "against") }
+	for _, q := range []string{"", "against", "AGAINST", "agains", "DELETE FROM t WHERE MATCH(a) AgAiNsT('x')",
+		"aaaaagainst", "AAAAAGAINST", "aAaAgainst", "AaAaAGAINST x", "a A a A againsT", "INSERT INTO t VALUES ('again', 'st')",
+		"UPDATE sbtest1 SET c='67847967377-48000963322' WHERE id=5", "ends with agains", "A"} {
+		if got, want := mayMatchFulltext([]byte(q)), naive(q); got != want {
+			t.Errorf("mayMatchFulltext(%q) = %v, want %v", q, got, want)
+		}
+	}
+}

@@ -223,7 +223,7 @@ func statementCount(txn *binlog.Transaction) int {
 		case *replication.ExecuteLoadQueryEvent:
 			n++
 		case *replication.QueryEvent:
-			switch strings.ToUpper(strings.TrimSpace(string(e.Query))) {
+			switch binlog.ControlStatement(e.Query) {
 			case "BEGIN", "COMMIT", "ROLLBACK":
 			default:
 				n++
