@@ -172,6 +172,10 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 	// under causal order nothing would break a lock wait if a dependency had
 	// to run again.
 	early := strict && rowTransactions(j.txns)
+	if w.session != nil {
+		// The script is made while the jobs before it run, not after.
+		w.session.Prepare(j.txns)
+	}
 	w.setState(StateWaitingDeps, j)
 	if err := clog.waitDeps(run, j.gi, j.deps, early); err != nil {
 		return err

@@ -70,6 +70,8 @@ type Session struct {
 	// loads holds, while a group runs, the bytes of its LOAD DATA files
 	// by the names its statements read them by (loaddata.go).
 	loads map[string][]byte
+	// prepared is a batch's script made while its job waited (prepare.go).
+	prepared *preparedBatch
 }
 
 // Open connects to the target and prepares the connection for applying.
@@ -209,9 +211,13 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 		format = []string{binlogStatement([][]byte{first.Format.Raw})}
 	}
 	var body, tail []string
-	if len(txns) == 1 {
+	switch p := s.takePrepared(txns); {
+	case len(txns) == 1:
 		body, tail, err = s.script(first, checkpoint)
-	} else {
+	case p != nil:
+		body, tail = p.body, p.tail
+		body[p.checkpointAt] = checkpoint
+	default:
 		body, tail, err = s.batchScript(txns, checkpoint)
 	}
 	if err != nil {
