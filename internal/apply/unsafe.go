@@ -11,6 +11,9 @@ import (
 )
 
 func (r *Replica) warnUnsafe(txn *binlog.Transaction) {
+	if txn.Has(binlog.FlagKnownStatements) {
+		return // the decoder read every statement, and found none unsafe
+	}
 	for _, ev := range txn.Events {
 		q, ok := ev.Data.(*replication.QueryEvent)
 		if !ok {
