@@ -60,6 +60,30 @@ func TestWireCountsAnswersPastBinlogStatements(t *testing.T) {
 	if err != nil || got != "1/unset" {
 		t.Fatalf("after the failed script: %q, %v; want 1/unset (the server stops at the error)", got, err)
 	}
+
+	// An error early in a long script: far fewer bytes come than the
+	// answers still expected (lowat.go), and the read must not wait for
+	// them. Without its time limit, this exec would never return.
+	long := []string{"SET @z = 1", "DO no_such_function()"}
+	for range 500 {
+		long = append(long, "SET @z = @z + 1")
+	}
+	if w.lowat == nil {
+		t.Fatal("a plain TCP apply connection has no low-water mark")
+	}
+	err = w.exec(long)
+	if code, _ := errorCode(err); code != 1305 {
+		t.Fatalf("a failing statement early in a long script gave %v, want error 1305", err)
+	}
+	if got, err = w.queryString("SELECT @z"); err != nil || got != "1" {
+		t.Fatalf("after the long failed script: @z is %q, %v; want 1", got, err)
+	}
+	if err := w.exec(long[2:]); err != nil {
+		t.Fatalf("a long script: %v", err)
+	}
+	if got, err = w.queryString("SELECT @z"); err != nil || got != "501" {
+		t.Fatalf("after the long script: @z is %q, %v; want 501", got, err)
+	}
 }
 
 // rowEventsOfLastInsert reads a binlog file and returns its format
