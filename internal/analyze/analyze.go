@@ -36,8 +36,12 @@ var DefaultPolicies = []string{"commit-id", "writeset", "schema", "domain"}
 // DefaultBatch is gapless replicate's --batch default. 128 rather than 32:
 // on durable targets a commit is an fsync, and side by side (make bench's
 // W1 and W2, 3 runs) 128 caught up in 1.0 and 0.9 s where 32 took 1.4 and
-// 1.2 s; batches also end at 4 MiB, which bounds how long a stop waits.
-const DefaultBatch = 128
+// 1.2 s. 256 rather than 128 once answers no longer cost a wake-up each:
+// 2-9% more transactions a second on W1, W2 and W1M, durable targets with
+// the binlog on and off (bench/results/2026-11-24-batch-256.md), and on
+// non-durable ones. Batches also end at 4 MiB, which bounds how long a stop
+// waits.
+const DefaultBatch = 256
 
 // Options configure an analysis.
 type Options struct {
