@@ -13,6 +13,7 @@ package binlog
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 )
@@ -61,21 +62,15 @@ func IsContextEvent(t replication.EventType) bool {
 	return false
 }
 
-func queryText(ev replication.Event) []byte {
-	if q, ok := ev.(*replication.QueryEvent); ok {
-		return bytes.TrimSpace(q.Query)
-	}
-	return nil
-}
-
+// isQuery reports whether ev is a query event whose text is one of words,
+// each BEGIN, COMMIT or ROLLBACK (ControlStatement).
 func isQuery(ev replication.Event, words ...string) bool {
-	text := queryText(ev)
-	for _, w := range words {
-		if bytes.EqualFold(text, []byte(w)) {
-			return true
-		}
+	q, ok := ev.(*replication.QueryEvent)
+	if !ok {
+		return false
 	}
-	return false
+	w := ControlStatement(q.Query)
+	return w != "" && slices.Contains(words, w)
 }
 
 // add moves the tracker past one event and says what the event was. An event

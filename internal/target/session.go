@@ -211,13 +211,12 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 		format = []string{binlogStatement([][]byte{first.Format.Raw})}
 	}
 	var body, tail []string
-	switch p := s.takePrepared(txns); {
-	case len(txns) == 1:
+	if len(txns) == 1 {
 		body, tail, err = s.script(first, checkpoint)
-	case p != nil:
+	} else if p := s.takePrepared(txns); p != nil {
 		body, tail = p.body, p.tail
 		body[p.checkpointAt] = checkpoint
-	default:
+	} else {
 		body, tail, err = s.batchScript(txns, checkpoint)
 	}
 	if err != nil {
