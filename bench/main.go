@@ -195,7 +195,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		rp.Workloads = append(rp.Workloads, wr)
-		fmt.Printf("\n## %s: %s\n\n%s\n%s", w.ID, w.Title, wr.markdownTable(rp.Machine.Cores), wr.predictionTable(o.workers))
+		fmt.Printf("\n## %s: %s\n\n%s\n%s", w.ID, w.Title, wr.markdownTable(rp.Machine.Cores), wr.predictionTable())
 	}
 	rp.Elapsed = time.Since(rp.Began)
 	rp.LoadEnd = loadAverage()
@@ -346,7 +346,7 @@ func benchWorkload(ctx context.Context, fl *fleet, pt *preparedTables, o options
 		}
 	}
 	if o.predict {
-		wr.Prediction = predict(ctx, fl, o, rec, dir, gaplessBin)
+		wr.Prediction = predict(ctx, fl, o, rec, dir, gaplessBin, cs)
 	}
 	if kept {
 		fl.forget(rec.Primary)

@@ -3,8 +3,11 @@
 // workload's transactions only: --from its start --until its end), with its
 // cost model calibrated (--calibrate) on a fresh target started from the
 // same template and configuration as the contenders' targets, and predicts
-// each policy's speedup at N workers; the report sets that beside the
-// speedup gapless measured: the serial run's median time over the policy's.
+// each policy's speedup at every worker count the run's gapless contenders
+// use; the report sets that beside the speedup gapless measured: the median
+// time of gapless with one worker over the contender's, on targets
+// configured alike. When the workload's gapless contenders reach their
+// target over the link (W9), the calibration goes through a link too.
 //
 // Why --calibrate and not constants fitted to the gapless 1 run: the
 // calibration measures the target the way a user's analyze would, on the
@@ -17,9 +20,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,13 +44,41 @@ type prediction struct {
 	Speedup      map[string]map[string]float64 // policy -> workers -> speedup
 	CostModel    map[string]float64
 	Calibration  string
+	Remote       bool // calibrated over the link, for contenders that reach the target through it
 	Command      string
 	Err          error
 }
 
+// predictWorkers are the worker counts analyze predicts for: 1, the run's
+// N, and every gapless contender's.
+func predictWorkers(o options, cs []contender) []int {
+	counts := []int{1, o.workers}
+	for _, c := range cs {
+		if c.Kind == "gapless" {
+			counts = append(counts, c.Workers)
+		}
+	}
+	slices.Sort(counts)
+	return slices.Compact(counts)
+}
+
+// predictRemote reports whether the calibration goes through the link:
+// when every gapless contender of more than one worker reaches its target
+// through it.
+func predictRemote(cs []contender) bool {
+	remote, parallel := true, false
+	for _, c := range cs {
+		if c.Kind == "gapless" && c.Workers > 1 {
+			parallel = true
+			remote = remote && c.Remote
+		}
+	}
+	return parallel && remote
+}
+
 // predict runs gapless analyze on the recording, calibrated on a fresh target.
-func predict(ctx context.Context, fl *fleet, o options, rec *recording, dir, gaplessBin string) *prediction {
-	p := &prediction{}
+func predict(ctx context.Context, fl *fleet, o options, rec *recording, dir, gaplessBin string, cs []contender) *prediction {
+	p := &prediction{Remote: predictRemote(cs)}
 	tgt, err := freshTarget(ctx, fl, rec, filepath.Join(dir, "predict"), !o.fast, true)
 	if err != nil {
 		p.Err = fmt.Errorf("calibration target: %w", err)
@@ -54,11 +88,31 @@ func predict(ctx context.Context, fl *fleet, o options, rec *recording, dir, gap
 		_ = fl.kill(tgt)
 		_ = os.RemoveAll(filepath.Join(dir, "predict"))
 	}()
+	targetURL := tgt.URL(sandbox.ApplierUser, sandbox.ApplierPassword)
+	if p.Remote {
+		link, err := startDelayLink(net.JoinHostPort("127.0.0.1", strconv.Itoa(tgt.Port)), linkRoundTrip/2)
+		if err != nil {
+			p.Err = fmt.Errorf("link to the calibration target: %w", err)
+			return p
+		}
+		defer link.Close()
+		u, err := url.Parse(targetURL)
+		if err != nil {
+			p.Err = err
+			return p
+		}
+		u.Host = link.Addr()
+		targetURL = u.String()
+	}
+	var workers []string
+	for _, n := range predictWorkers(o, cs) {
+		workers = append(workers, strconv.Itoa(n))
+	}
 	args := []string{"analyze", "--json",
 		"--from", rec.Start, "--until", rec.End,
-		"--workers", "1," + strconv.Itoa(o.workers),
+		"--workers", strings.Join(workers, ","),
 		"--policies", strings.Join(predictPolicies, ","),
-		"--calibrate", tgt.URL(sandbox.ApplierUser, sandbox.ApplierPassword),
+		"--calibrate", targetURL,
 	}
 	if batch := batchFlag(o.gaplessArgs); batch != "" {
 		args = append(args, "--batch", batch)
@@ -115,12 +169,15 @@ func batchFlag(gaplessArgs string) string {
 	return ""
 }
 
-// measuredSpeedup is the median time of gapless with one worker over the
-// policy's at workers, 0 when either did not count.
-func (wr *workloadResult) measuredSpeedup(policy string, workers int) float64 {
-	median := func(id string) float64 {
+// measuredSpeedup is the median time of gapless with one worker (serial,
+// else the contender's own policy) over the contender's, on a target
+// configured alike and reached alike; 0 when either did not count.
+func (wr *workloadResult) measuredSpeedup(c contender) float64 {
+	median := func(policy string, workers int) float64 {
 		for _, r := range wr.Results {
-			if r.Contender.ID == id {
+			o := r.Contender
+			if o.Kind == "gapless" && o.Policy == policy && o.Workers == workers && o.Remote == c.Remote &&
+				o.variant == c.variant && o.Binary == c.Binary {
 				if s := r.stats(); s.Counted > 0 {
 					return s.Median
 				}
@@ -128,37 +185,44 @@ func (wr *workloadResult) measuredSpeedup(policy string, workers int) float64 {
 		}
 		return 0
 	}
-	one := median("gapless-serial-1")
+	one := median("serial", 1)
 	if one == 0 {
-		one = median("gapless-" + policy + "-1")
+		one = median(c.Policy, 1)
 	}
-	many := median(fmt.Sprintf("gapless-%s-%d", policy, workers))
+	many := median(c.Policy, c.Workers)
 	if one == 0 || many == 0 {
 		return 0
 	}
 	return one / many
 }
 
-// predictionTable is one workload's predicted against measured speedups.
-func (wr *workloadResult) predictionTable(workers int) string {
+// predictionTable is one workload's predicted against measured speedups:
+// a line for each gapless contender of more than one worker reached as
+// the calibration was (over the link or not).
+func (wr *workloadResult) predictionTable() string {
 	p := wr.Prediction
 	if p == nil {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Predicted against measured, %d workers (`gapless analyze --calibrate`):\n\n", workers)
+	b.WriteString("Predicted against measured speedups over gapless with one worker (`gapless analyze --calibrate`):\n\n")
 	if p.Err != nil {
 		fmt.Fprintf(&b, "prediction failed: %s\n\n", indent(p.Err.Error()))
 		if p.Speedup == nil {
 			return b.String()
 		}
 	}
-	fmt.Fprintf(&b, "| policy | predicted speedup at %d | measured speedup at %d | within %.0f%%? |\n", workers, workers, 100*withinShare)
+	fmt.Fprintf(&b, "| contender | predicted speedup | measured speedup | within %.0f%%? |\n", 100*withinShare)
 	b.WriteString("|---|---:|---:|---|\n")
-	for _, policy := range predictPolicies {
-		predicted, ok := p.Speedup[policy][strconv.Itoa(workers)]
-		measured := wr.measuredSpeedup(policy, workers)
-		pred, meas, within := "—", "—", "—"
+	within, lines := 0, 0
+	for _, r := range wr.Results {
+		c := r.Contender
+		if c.Kind != "gapless" || c.Workers < 2 || c.Remote != p.Remote {
+			continue
+		}
+		predicted, ok := p.Speedup[c.Policy][strconv.Itoa(c.Workers)]
+		measured := wr.measuredSpeedup(c)
+		pred, meas, verdict := "—", "—", "—"
 		if ok {
 			pred = fmt.Sprintf("%.2f×", predicted)
 		}
@@ -166,13 +230,22 @@ func (wr *workloadResult) predictionTable(workers int) string {
 			meas = fmt.Sprintf("%.2f×", measured)
 		}
 		if ok && measured > 0 {
-			within = "no"
+			lines++
+			verdict = "no"
 			if math.Abs(predicted-measured) <= withinShare*measured {
-				within = "yes"
+				verdict = "yes"
+				within++
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", policy, pred, meas, within)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.Label, pred, meas, verdict)
 	}
-	fmt.Fprintf(&b, "\nCalibrated cost model: %s.\n\n", p.Calibration)
+	if lines > 0 {
+		fmt.Fprintf(&b, "\n%d of %d within %.0f%%.", within, lines, 100*withinShare)
+	}
+	link := ""
+	if p.Remote {
+		link = ", calibrated through the link"
+	}
+	fmt.Fprintf(&b, " Calibrated cost model%s: %s.\n\n", link, p.Calibration)
 	return b.String()
 }

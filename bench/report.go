@@ -210,7 +210,7 @@ func (rp *report) markdown() string {
 		}
 		b.WriteString(wr.markdownTable(rp.Machine.Cores))
 		b.WriteString("\n")
-		b.WriteString(wr.predictionTable(rp.Workers))
+		b.WriteString(wr.predictionTable())
 	}
 	if failures := rp.failures(); failures != "" {
 		b.WriteString("## Failures and divergences\n\n")

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"image/png"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,4 +114,59 @@ func TestGroupThousands(t *testing.T) {
 			t.Errorf("groupThousands(%d) = %q, want %q", n, got, want)
 		}
 	}
+}
+
+// The prediction table sets each gapless contender of several workers
+// beside the one-worker run on a target configured and reached alike, at
+// its own worker count.
+func TestPredictionTableMatchesWorkersAndLink(t *testing.T) {
+	wr := &workloadResult{Rec: &recording{Workload: workloads[0]}}
+	add := func(id string, seconds float64) {
+		c, err := parseContender(id, 8, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wr.Results = append(wr.Results, &result{Contender: c, Attempts: []attempt{{Seconds: seconds, Equal: true}}})
+	}
+	add("gapless-serial-1", 10)
+	add("gapless-writeset-4", 5)
+	add("gapless-writeset-16", 4)
+	add("gapless-serial-1/remote", 20)
+	add("gapless-writeset-8/remote", 8)
+	wr.Prediction = &prediction{Speedup: map[string]map[string]float64{
+		"writeset": {"1": 1, "4": 1.9, "8": 2.2, "16": 3.5},
+	}}
+	if got, want := predictWorkers(options{workers: 8}, contenderList(wr)), []int{1, 4, 8, 16}; !slices.Equal(got, want) {
+		t.Errorf("predictWorkers = %v, want %v", got, want)
+	}
+	if predictRemote(contenderList(wr)) {
+		t.Error("local contenders of several workers, and yet the calibration would go through the link")
+	}
+	table := wr.predictionTable()
+	for _, want := range []string{
+		"| gapless 4 writeset | 1.90× | 2.00× | yes |",
+		"| gapless 16 writeset | 3.50× | 2.50× | no |",
+		"1 of 2 within 25%",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("prediction table lacks %q:\n%s", want, table)
+		}
+	}
+	if strings.Contains(table, "1 ms link") {
+		t.Errorf("a remote contender is set beside a local calibration:\n%s", table)
+	}
+
+	wr.Prediction.Remote = true
+	table = wr.predictionTable()
+	if !strings.Contains(table, "| gapless 8 writeset [1 ms link] | 2.20× | 2.50× | yes |") || strings.Contains(table, "gapless 4 writeset |") {
+		t.Errorf("over the link, only the remote contenders count, against the remote one-worker run:\n%s", table)
+	}
+}
+
+func contenderList(wr *workloadResult) []contender {
+	var cs []contender
+	for _, r := range wr.Results {
+		cs = append(cs, r.Contender)
+	}
+	return cs
 }

@@ -62,7 +62,11 @@ shared with gapless, little more than 1). The defaults were measured on a
 non-durable sandbox target and leave the capacity unlimited; --calibrate URL
 measures every constant on your target instead, by applying a few hundred
 sample transactions in a scratch database (created, then dropped; the user
-needs CREATE and DROP), serially and from --calibrate-connections at once.
+needs CREATE and DROP), serially and from --calibrate-connections at once,
+and reads the target's own largest tables (point lookups by an integer
+primary key, at random keys; SELECT only), so that a target whose data does
+not fit its buffer pool is modelled with each row change's page read, and
+with the reads that connections overlap.
 Causal commit order is not modelled.
 
 Then it says why parallelism is lost (source commit groups, barriers,

@@ -14,7 +14,13 @@
 //   - Capacity: how many 32-row bodies the target runs at once at full
 //     speed: the rate from Connections connections at once over the rate
 //     from one (bodies ended with ROLLBACK, so that the target's commit
-//     durability, which the serial Commit already pays, does not count).
+//     durability, which the serial Commit already pays, does not count);
+//   - then what reading the target's own data adds (probe.go): each row
+//     change pays the extra time of a lookup on the data over one on the
+//     cached sample, and the capacity is the two capacities, the sample's
+//     and the reads' (half the probe's overlap: a page read for a change
+//     is also a page written back), weighed by their shares of a 32-row
+//     body's time.
 //
 // Example: on a 2-core host, if one connection applies 1000 bodies a second
 // and 8 connections at once 1400, the capacity is 1.4: 8 workers can make
@@ -65,14 +71,28 @@ type Calibration struct {
 	SerialRate   float64 `json:"serial_bodies_per_second"`
 	ParallelRate float64 `json:"parallel_bodies_per_second"`
 	// Ratio is the median over the rounds of the parallel rate over the serial one.
-	Ratio float64   `json:"parallel_over_serial"`
-	Cost  CostModel `json:"-"`
+	Ratio float64 `json:"parallel_over_serial"`
+	// The probe of the target's own data (probe.go): how many tables it
+	// read, the median body of 32 lookups on them and on the cached
+	// sample, in µs, and the median ratio of their rates from Connections
+	// connections and from one.
+	ProbeTables   int       `json:"probe_tables"`
+	ProbeUS       float64   `json:"probe_body_us,omitempty"`
+	CachedProbeUS float64   `json:"cached_probe_body_us,omitempty"`
+	ProbeRatio    float64   `json:"probe_parallel_over_serial,omitempty"`
+	Cost          CostModel `json:"-"`
 }
 
 // Summary is one line for the text report.
 func (c *Calibration) Summary() string {
-	return fmt.Sprintf("%d sample transactions in %.1f s; medians: 1-row body %.0fµs, 32-row body %.0fµs, 32 wide rows %.0fµs, COMMIT %.0fµs; 32-row bodies %.0f/s from 1 connection, %.0f/s from %d (median of %d rounds: %.2f×): capacity %.2f",
-		c.Transactions, c.Seconds, c.OneRowUS, c.ManyRowsUS, c.WideRowsUS, c.CommitUS, c.SerialRate, c.ParallelRate, c.Connections, calibrateRounds, c.Ratio, c.Cost.Capacity)
+	probe := "; no table of the target's own probed"
+	if c.ProbeTables > 0 {
+		probe = fmt.Sprintf("; 32 lookups on %d of the target's tables %.0fµs (cached %.0fµs), %.2f× as many a second from %d connections",
+			c.ProbeTables, c.ProbeUS, c.CachedProbeUS, c.ProbeRatio, c.Connections)
+	}
+	return fmt.Sprintf("%d sample transactions in %.1f s; medians: 1-row body %.0fµs, 32-row body %.0fµs, 32 wide rows %.0fµs, COMMIT %.0fµs; 32-row bodies %.0f/s from 1 connection, %.0f/s from %d (median of %d rounds: %.2f×)%s: per row %.0fµs, capacity %.2f",
+		c.Transactions, c.Seconds, c.OneRowUS, c.ManyRowsUS, c.WideRowsUS, c.CommitUS, c.SerialRate, c.ParallelRate, c.Connections, calibrateRounds, c.Ratio,
+		probe, micros(c.Cost.Row), c.Cost.Capacity)
 }
 
 const (
@@ -204,7 +224,47 @@ func (s *sample) run(ctx context.Context, c *Calibration) error {
 		serial, parallel, ratios = append(serial, one), append(parallel, all), append(ratios, all/one)
 	}
 	c.SerialRate, c.ParallelRate, c.Ratio = median(serial), median(parallel), median(ratios)
+	if err := s.probe(ctx, c); err != nil {
+		return err
+	}
 	c.Cost = c.costModel()
+	return nil
+}
+
+// probe reads the target's own tables (probe.go), from one connection,
+// then in rounds from one and from all at once.
+func (s *sample) probe(ctx context.Context, c *Calibration) error {
+	tables, err := probeTables(ctx, s.db, s.schema)
+	if err != nil {
+		return fmt.Errorf("listing the target's tables for the probe: %w", err)
+	}
+	if len(tables) == 0 {
+		return nil
+	}
+	p := &probe{db: s.db, tables: tables}
+	for _, t := range tables {
+		p.total += t.bytes
+	}
+	// The reference: the same lookups on one page that every body reads,
+	// which stays in the smallest pool.
+	p.cached = []probeTable{{name: s.schema + ".position", key: "slot", lo: 0, hi: int64(s.cfg.Connections - 1), bytes: 1}}
+	n := max(10, s.cfg.Transactions/4)
+	if c.ProbeUS, c.CachedProbeUS, err = p.serial(ctx, n); err != nil {
+		return err
+	}
+	var ratios []float64
+	for range calibrateRounds {
+		one, err := p.rate(ctx, 1, n)
+		if err != nil {
+			return err
+		}
+		all, err := p.rate(ctx, s.cfg.Connections, max(2, n/4))
+		if err != nil {
+			return err
+		}
+		ratios = append(ratios, all/one)
+	}
+	c.ProbeTables, c.ProbeRatio = len(tables), median(ratios)
 	return nil
 }
 
@@ -216,6 +276,19 @@ func (c *Calibration) costModel() CostModel {
 	kib := max(0, (c.WideRowsUS-c.ManyRowsUS)/(calibrateRows*(wideKiB-smallKiB)))
 	txn := max(0, c.OneRowUS-row-kib*smallKiB)
 	capacity := min(float64(c.Connections), max(1, c.Ratio))
+	if c.ProbeTables > 0 {
+		// A row change also reads its page, and dirties it: the page is
+		// written back once evicted, so each read the probe timed stands
+		// for two page transfers, which overlap half as much as the
+		// probe's reads did. The rest of a body overlaps as the sample's.
+		read := max(0, (c.ProbeUS-c.CachedProbeUS)/probeLookups)
+		readCapacity := min(float64(c.Connections), max(1, c.ProbeRatio/2))
+		body, reads := c.ManyRowsUS, calibrateRows*read
+		if body+reads > 0 {
+			capacity = (body + reads) / (body/capacity + reads/readCapacity)
+		}
+		row += read
+	}
 	us := func(v float64) time.Duration { return time.Duration(v * float64(time.Microsecond)) }
 	return CostModel{Commit: us(c.CommitUS), Txn: us(txn), Row: us(row), KiB: us(kib), Capacity: capacity}
 }

@@ -28,11 +28,54 @@ func TestCalibrate(t *testing.T) {
 		}
 	}
 
+	// The target's own data, which the probe reads and must leave as it
+	// was: two tables it can read by key, and two it cannot (a string key,
+	// a key of two columns).
+	for _, q := range []string{
+		"CREATE DATABASE app",
+		"CREATE TABLE app.orders (id BIGINT PRIMARY KEY, note VARCHAR(200)) ENGINE=InnoDB",
+		"INSERT INTO app.orders SELECT seq, REPEAT('o', 200) FROM test.seq_1_to_3000",
+		"CREATE TABLE app.items (id INT PRIMARY KEY, n INT) ENGINE=InnoDB",
+		"INSERT INTO app.items SELECT seq, seq FROM test.seq_1_to_100",
+		"CREATE TABLE app.names (name VARCHAR(20) PRIMARY KEY) ENGINE=InnoDB",
+		"INSERT INTO app.names VALUES ('a'), ('b')",
+		"CREATE TABLE app.pairs (a INT, b INT, PRIMARY KEY (a, b)) ENGINE=InnoDB",
+		"INSERT INTO app.pairs VALUES (1, 1), (2, 2)",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	checksums := func() string {
+		rows, err := db.Query("CHECKSUM TABLE app.orders, app.items, app.names, app.pairs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var all []string
+		for rows.Next() {
+			var name, sum string
+			if err := rows.Scan(&name, &sum); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, name+"="+sum)
+		}
+		return strings.Join(all, " ")
+	}
+	before := checksums()
+
 	c, err := Calibrate(context.Background(), url, CalibrateConfig{Connections: 2, Transactions: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Log(c.Summary())
+	if c.ProbeTables != 2 || c.ProbeUS <= 0 || c.CachedProbeUS <= 0 || c.ProbeRatio <= 0 {
+		t.Errorf("probe %d tables, %.0fµs (cached %.0fµs), ratio %.2f: want app.orders and app.items read, and timed",
+			c.ProbeTables, c.ProbeUS, c.CachedProbeUS, c.ProbeRatio)
+	}
+	if after := checksums(); after != before {
+		t.Errorf("the probe changed the target's data: %s, then %s", before, after)
+	}
 	m := c.Cost
 	if m.Commit <= 0 || m.Txn+m.Row <= 0 || m.Row <= 0 {
 		t.Errorf("cost model %s: want a COMMIT, a per-transaction and a per-row cost", m)
