@@ -6,8 +6,9 @@
 // each policy's speedup at every worker count the run's gapless contenders
 // use; the report sets that beside the speedup gapless measured: the median
 // time of gapless with one worker over the contender's, on targets
-// configured alike. When the workload's gapless contenders reach their
-// target over the link (W9), the calibration goes through a link too.
+// configured alike. When gapless contenders reach their target over the
+// link (W9), the calibration goes through a link too, and only they are
+// set beside it.
 //
 // Why --calibrate and not constants fitted to the gapless 1 run: the
 // calibration measures the target the way a user's analyze would, on the
@@ -63,17 +64,10 @@ func predictWorkers(o options, cs []contender) []int {
 }
 
 // predictRemote reports whether the calibration goes through the link:
-// when every gapless contender of more than one worker reaches its target
-// through it.
+// when a gapless contender of more than one worker reaches its target
+// through it (W9's subject; its local ones are the reference for time).
 func predictRemote(cs []contender) bool {
-	remote, parallel := true, false
-	for _, c := range cs {
-		if c.Kind == "gapless" && c.Workers > 1 {
-			parallel = true
-			remote = remote && c.Remote
-		}
-	}
-	return parallel && remote
+	return slices.ContainsFunc(cs, func(c contender) bool { return c.Kind == "gapless" && c.Workers > 1 && c.Remote })
 }
 
 // predict runs gapless analyze on the recording, calibrated on a fresh target.

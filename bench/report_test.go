@@ -139,10 +139,10 @@ func TestPredictionTableMatchesWorkersAndLink(t *testing.T) {
 	if got, want := predictWorkers(options{workers: 8}, contenderList(wr)), []int{1, 4, 8, 16}; !slices.Equal(got, want) {
 		t.Errorf("predictWorkers = %v, want %v", got, want)
 	}
-	if predictRemote(contenderList(wr)) {
-		t.Error("local contenders of several workers, and yet the calibration would go through the link")
+	if !predictRemote(contenderList(wr)) || predictRemote(contenderList(wr)[:3]) {
+		t.Error("the calibration goes through the link exactly when a contender of several workers does")
 	}
-	table := wr.predictionTable()
+	table := wr.predictionTable() // local, as if the remote contenders were not there
 	for _, want := range []string{
 		"| gapless 4 writeset | 1.90× | 2.00× | yes |",
 		"| gapless 16 writeset | 3.50× | 2.50× | no |",
