@@ -255,6 +255,21 @@ func (c contender) binlogFlags() []string {
 	return []string{"--no-target-binlog"}
 }
 
+// throughLink starts a link of linkRoundTrip to the local server at port,
+// and returns it with mysqlURL pointed at it.
+func throughLink(mysqlURL string, port int) (*delayLink, string, error) {
+	u, err := url.Parse(mysqlURL)
+	if err != nil {
+		return nil, "", err
+	}
+	link, err := startDelayLink(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), linkRoundTrip/2)
+	if err != nil {
+		return nil, "", err
+	}
+	u.Host = link.Addr()
+	return link, u.String(), nil
+}
+
 // runGapless times the gapless process from its start to its exit at --until.
 // A remote contender reaches the target through a delaying link, whose
 // round trip it measures first.
@@ -262,17 +277,12 @@ func (c contender) runGapless(ctx context.Context, env runEnv) attempt {
 	targetURL := env.target.URL(sandbox.ApplierUser, sandbox.ApplierPassword)
 	var linkRTT float64
 	if c.Remote {
-		link, err := startDelayLink(net.JoinHostPort("127.0.0.1", strconv.Itoa(env.target.Port)), linkRoundTrip/2)
+		link, linked, err := throughLink(targetURL, env.target.Port)
 		if err != nil {
 			return attempt{Err: fmt.Errorf("link to the target: %w", err)}
 		}
 		defer link.Close()
-		u, err := url.Parse(targetURL)
-		if err != nil {
-			return attempt{Err: err}
-		}
-		u.Host = link.Addr()
-		targetURL = u.String()
+		targetURL = linked
 		if linkRTT, err = pingRoundTrip(ctx, targetURL); err != nil {
 			return attempt{Err: fmt.Errorf("link to the target: %w", err)}
 		}

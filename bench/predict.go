@@ -21,8 +21,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,19 +82,13 @@ func predict(ctx context.Context, fl *fleet, o options, rec *recording, dir, gap
 	}()
 	targetURL := tgt.URL(sandbox.ApplierUser, sandbox.ApplierPassword)
 	if p.Remote {
-		link, err := startDelayLink(net.JoinHostPort("127.0.0.1", strconv.Itoa(tgt.Port)), linkRoundTrip/2)
+		link, linked, err := throughLink(targetURL, tgt.Port)
 		if err != nil {
 			p.Err = fmt.Errorf("link to the calibration target: %w", err)
 			return p
 		}
 		defer link.Close()
-		u, err := url.Parse(targetURL)
-		if err != nil {
-			p.Err = err
-			return p
-		}
-		u.Host = link.Addr()
-		targetURL = u.String()
+		targetURL = linked
 	}
 	var workers []string
 	for _, n := range predictWorkers(o, cs) {
