@@ -341,7 +341,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		fmt.Printf("the stop rolled back %d transactions of batches still executing; the next run applies them\n", res.RolledBack)
 	}
 	if f.verbose && res.Batches > 0 {
-		fmt.Printf("%d target transactions, %.1f source transactions each\n", res.Batches, float64(res.Applied)/float64(res.Batches))
+		fmt.Printf("%d target transactions, %.1f source transactions each; %d ran ahead of what their batch waited for\n", res.Batches, float64(res.Applied)/float64(res.Batches), res.RanAhead)
 	}
 	if f.verbose && len(res.Statements) > 0 {
 		slots := slices.Sorted(maps.Keys(res.Statements))

@@ -81,6 +81,13 @@ func (l *commitLog) dropped(gi int64) bool {
 	return gi > l.dropAbove
 }
 
+// committed reports whether gi has committed.
+func (l *commitLog) committed(gi int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.committedLocked(gi)
+}
+
 func (l *commitLog) committedLocked(gi int64) bool {
 	return gi <= l.lowWater || l.above[gi]
 }
@@ -130,8 +137,12 @@ func (l *commitLog) execute(from, to int64, done bool) {
 // locks of every row it changed, so a later one that meets them waits in
 // the target until it commits, and the later one's execution overlaps the
 // earlier one's wait for its turn and its commit.
-func (l *commitLog) waitDeps(ctx context.Context, gi int64, deps []int64, executed bool) error {
-	return l.wait(ctx, gi, nil, func() bool {
+//
+// A job whose transactions ahead have executed (worker.runAhead) holds
+// their locks while it waits: yield, when not nil, ends its wait when an
+// earlier transaction needs one of them.
+func (l *commitLog) waitDeps(ctx context.Context, gi int64, deps []int64, executed bool, yield <-chan struct{}) error {
+	return l.wait(ctx, gi, yield, func() bool {
 		for _, d := range deps {
 			if !l.committedLocked(d) && !(executed && l.executed[d]) {
 				return false

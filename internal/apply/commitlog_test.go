@@ -60,7 +60,7 @@ func TestCommitLogDependenciesDropAndYield(t *testing.T) {
 	l := newCommitLog()
 	ctx := context.Background()
 	done := make(chan error, 1)
-	go func() { done <- l.waitDeps(ctx, 9, []int64{2, 7}, false) }()
+	go func() { done <- l.waitDeps(ctx, 9, []int64{2, 7}, false, nil) }()
 	l.commit(7)
 	select {
 	case <-done:
@@ -113,7 +113,7 @@ func TestCommitLogExecutedDependencies(t *testing.T) {
 	ctx := context.Background()
 	started := func(executed bool) chan error {
 		done := make(chan error, 1)
-		go func() { done <- l.waitDeps(ctx, 10, []int64{3, 4}, executed) }()
+		go func() { done <- l.waitDeps(ctx, 10, []int64{3, 4}, executed, nil) }()
 		return done
 	}
 	blocked := func(done chan error, why string) {

@@ -112,7 +112,10 @@ type Result struct {
 	// RolledBack counts the transactions of batches a stop rolled back
 	// (they were executing still; the next run applies them).
 	RolledBack int64
-	Reason     string // "until reached", "stopped"
+	// RanAhead counts the transactions that executed before their batch's
+	// dependencies had (worker.runAhead).
+	RanAhead int64
+	Reason   string // "until reached", "stopped"
 	// Statements counts, per worker slot, the transactions of source
 	// statements it committed (slot 0 is the statement session).
 	Statements map[int]int64
@@ -144,6 +147,8 @@ type Replica struct {
 	batches  atomic.Int64
 	// rolledBack counts the transactions of batches a stop rolled back.
 	rolledBack atomic.Int64
+	// ranAhead counts the transactions run ahead of their batch's dependencies.
+	ranAhead atomic.Int64
 	// statements counts the statement transactions each worker slot
 	// committed (the coordinator's alone).
 	statements map[int]int64
@@ -443,7 +448,10 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			return
 		}
 		j := &job{gi: gi + 1, txns: batch, skip: len(batch) == 1 && skip[batch[0].MariaDB]}
-		for _, member := range batch {
+		// waits: the members that wait for a transaction still to commit
+		// before the batch, directly or through a member that does.
+		waits := make([]bool, len(batch))
+		for i, member := range batch {
 			gi++
 			deps, err := admit(policy, gi, member)
 			if err != nil {
@@ -451,11 +459,16 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 				return
 			}
 			for _, d := range deps {
-				if d < j.gi {
+				switch {
+				case d >= j.gi:
+					waits[i] = waits[i] || waits[d-j.gi]
+				default:
 					j.deps = append(j.deps, d)
+					waits[i] = waits[i] || !r.clog.committed(d)
 				}
 			}
 		}
+		j.ahead = aheadOf(waits)
 		if ws != nil {
 			rows, whole := ws.StatementTables()
 			r.obs.statementRowKeys.Add(int64(rows - rowKeyTables))
@@ -479,7 +492,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			if received != nil {
 				<-recvErr
 			}
-			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), Reason: reason, Statements: maps.Clone(r.statements),
+			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), RanAhead: r.ranAhead.Load(), Reason: reason, Statements: maps.Clone(r.statements),
 				StatementRowKeys: r.obs.statementRowKeys.Load(), StatementWholeTables: r.obs.statementWholeTables.Load()}, runErr
 		}
 		var in <-chan *binlog.Transaction
@@ -552,6 +565,30 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			}
 		}
 	}
+}
+
+// aheadOf marks the members of a batch that wait for nothing outside it,
+// nor for a member that does: they may run first, while what the batch
+// waits for executes (worker.runAhead). A policy lets two transactions
+// overlap only if either order gives the same result, so running them
+// before the members that wait, within the batch's one target
+// transaction, changes nothing of its result. It returns nil when all of
+// them or none wait.
+func aheadOf(waits []bool) []bool {
+	n := 0
+	for _, w := range waits {
+		if w {
+			n++
+		}
+	}
+	if n == 0 || n == len(waits) {
+		return nil
+	}
+	ahead := make([]bool, len(waits))
+	for i, w := range waits {
+		ahead[i] = !w
+	}
+	return ahead
 }
 
 // queueDepth is how many decoded transactions wait for the coordinator: a
@@ -627,7 +664,7 @@ func (r *Replica) highestStarted() int64 {
 	high := r.clog.low()
 	for _, w := range r.currentWorkers() {
 		st, gi, _ := w.snapshot()
-		if gi > high && st.State != StateWaitingDeps && st.State != StateIdle {
+		if gi > high && st.State != StateWaitingDeps && st.State != StateAhead && st.State != StateIdle {
 			high = gi
 		}
 	}

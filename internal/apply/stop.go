@@ -38,8 +38,9 @@ func (r *Replica) interruptBatches() {
 		w.mu.Unlock()
 		switch {
 		case j == nil:
-		case st == StateWaitingDeps:
-			// Not started: dropping it costs nothing.
+		case st == StateWaitingDeps || st == StateAhead:
+			// Not started, or begun ahead and rolled back when dropped:
+			// dropping it costs nothing.
 			first = min(first, j.gi)
 		case st == StateApplying && conn != 0:
 			running = append(running, executing{j.gi, conn})

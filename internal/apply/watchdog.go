@@ -85,7 +85,7 @@ func (r *Replica) breakLockCycles(ctx context.Context) {
 		switch st.State {
 		case StateApplying:
 			slowest = max(slowest, time.Since(st.Since))
-		case StateWaitingCommit:
+		case StateWaitingCommit, StateAhead:
 			waitingCommit = true
 		}
 		if conn != 0 && gi != 0 {
@@ -120,7 +120,7 @@ func (r *Replica) breakLockCycles(ctx context.Context) {
 		}
 		r.lastConflict.Store(time.Now().UnixNano())
 		switch st, _, _ := b.w.snapshot(); st.State {
-		case StateWaitingCommit:
+		case StateWaitingCommit, StateAhead:
 			r.brokeLockWait(false)
 			select {
 			case b.w.yield <- struct{}{}:

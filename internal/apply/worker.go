@@ -35,6 +35,7 @@ type WorkerState string
 const (
 	StateIdle          WorkerState = "idle"
 	StateWaitingDeps   WorkerState = "waiting for dependencies"
+	StateAhead         WorkerState = "executed ahead; waiting for dependencies"
 	StateApplying      WorkerState = "applying"
 	StateWaitingCommit WorkerState = "waiting for prior commit"
 	StateRetrying      WorkerState = "retrying"
@@ -56,6 +57,11 @@ type job struct {
 	txns []*binlog.Transaction
 	deps []int64 // group indexes before gi that must commit first
 	skip bool    // record as applied without applying (single transactions only)
+	// ahead marks the transactions of a batch that wait for none of deps,
+	// directly or through a transaction of the batch that does: they may
+	// run before the others, while deps execute (worker.runAhead). Nil when
+	// every transaction or none waits.
+	ahead []bool
 }
 
 func (j *job) last() int64                  { return j.gi + int64(len(j.txns)) - 1 }
@@ -172,20 +178,48 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 	// under causal order nothing would break a lock wait if a dependency had
 	// to run again.
 	early := strict && rowTransactions(j.txns)
+	ahead := early && j.ahead != nil && w.session != nil && !w.replica.serializing()
 	if w.session != nil {
 		// The script is made while the jobs before it run, not after.
-		w.session.Prepare(j.txns)
+		if ahead {
+			w.session.Prepare(j.txns, j.ahead)
+		} else {
+			w.session.Prepare(j.txns, nil)
+		}
 	}
-	w.setState(StateWaitingDeps, j)
-	if err := clog.waitDeps(run, j.gi, j.deps, early); err != nil {
-		return err
+	// held: the transactions ahead have executed, and the target
+	// transaction waits open, with their locks, for the others.
+	held := ahead && w.runAhead(run, j)
+	if held {
+		w.drainYield()
+		w.setState(StateAhead, j)
+		err := clog.waitDeps(run, j.gi, j.deps, early, w.yield)
+		if err != nil {
+			w.session.Rollback(run)
+			held = false
+		}
+		switch {
+		case errors.Is(err, errYield):
+			// A lock the policy could not see: the job runs whole, as
+			// any other, once its dependencies have executed.
+			w.log.Info("rolled back the transactions run ahead to let an earlier transaction take its lock", "gtid", txn.GTID())
+			w.replica.retried(RetryYield)
+		case err != nil:
+			return err
+		}
+	}
+	if !held {
+		w.setState(StateWaitingDeps, j)
+		if err := clog.waitDeps(run, j.gi, j.deps, early, nil); err != nil {
+			return err
+		}
 	}
 	if !strict {
 		if err := clog.waitWindow(run, j.last(), causalWindow); err != nil {
 			return err
 		}
 	}
-	if strict && w.replica.serializing() {
+	if strict && !held && w.replica.serializing() {
 		// Conflicts the policy cannot see are about: start at the turn.
 		if err := clog.waitTurn(run, j.gi, nil); err != nil {
 			return err
@@ -250,7 +284,7 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			if early {
 				early = false
 				w.setState(StateWaitingDeps, j)
-				if err := clog.waitDeps(run, j.gi, j.deps, false); err != nil {
+				if err := clog.waitDeps(run, j.gi, j.deps, false, nil); err != nil {
 					return err
 				}
 			}
@@ -272,9 +306,13 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		commitNow := !skip && (!strict || clog.turn(j.gi))
 		if !skip && err == nil {
 			attempted = true
-			if commitNow {
+			switch {
+			case held:
+				held = false
+				err = w.session.Continue(run, commitNow)
+			case commitNow:
 				err = w.session.Apply(run, j.txns, stmt)
-			} else {
+			default:
 				err = w.session.Execute(run, j.txns, stmt)
 			}
 		}
@@ -366,6 +404,30 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		}
 		return ae
 	}
+}
+
+// runAhead begins a job with its transactions that share no row with a
+// transaction still to commit before them (job.ahead), while those run,
+// and reports whether they executed. Whatever goes wrong, the job then
+// runs whole, as any other, once its dependencies have executed: an error
+// it meets again is reported from there.
+func (w *worker) runAhead(ctx context.Context, j *job) bool {
+	w.setState(StateApplying, j)
+	err := w.session.ExecuteAhead(ctx, j.txns, j.ahead, w.checkpointStatement(j))
+	if err == nil {
+		for _, a := range j.ahead {
+			if a {
+				w.replica.ranAhead.Add(1)
+			}
+		}
+		return true
+	}
+	w.log.Debug("the transactions ahead failed; the batch runs whole after its dependencies", "gtid", j.lastTxn().GTID(), "error", err)
+	var ae *target.ApplyError
+	if !errors.As(err, &ae) || target.Lost(ae.Err) || target.Interrupted(ae.Err) {
+		w.close()
+	}
+	return false
 }
 
 // settleDropped ends a job a stop interrupted: it committed if the

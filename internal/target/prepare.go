@@ -12,16 +12,25 @@
 // XA branch resumed) makes the session make it again.
 package target
 
-import "gapless/internal/binlog"
+import (
+	"slices"
+
+	"gapless/internal/binlog"
+)
 
 // checkpointSlot stands for the checkpoint statement in a prepared script:
 // that statement is known only when the job runs.
 const checkpointSlot = "-- checkpoint"
 
+// aheadMark divides a batch's script begun ahead (ExecuteAhead) where
+// Continue takes it up; it is never sent.
+const aheadMark = "-- ahead"
+
 // preparedBatch is a batch's script and the session state before and
 // after it.
 type preparedBatch struct {
 	txns         []*binlog.Transaction
+	ahead        []bool
 	body, tail   []string
 	checkpointAt int // the index of checkpointSlot in body
 	before       sessionState
@@ -41,9 +50,10 @@ func (s *Session) sessionState() sessionState {
 }
 
 // Prepare makes the script of a batch of Batchable transactions that the
-// session is to run next, and keeps it for Apply or Execute. A single
-// transaction is left to them: its script depends on what the target holds.
-func (s *Session) Prepare(txns []*binlog.Transaction) {
+// session is to run next, and keeps it for Apply or Execute, or, with
+// ahead, for ExecuteAhead. A single transaction is left to them: its script
+// depends on what the target holds.
+func (s *Session) Prepare(txns []*binlog.Transaction, ahead []bool) {
 	s.prepared = nil
 	if len(txns) < 2 || s.parked != nil {
 		return
@@ -54,7 +64,7 @@ func (s *Session) Prepare(txns []*binlog.Transaction) {
 		copied := *s.state
 		s.state = &copied
 	}
-	body, tail, err := s.batchScript(txns, checkpointSlot)
+	body, tail, err := s.batchScript(txns, ahead, checkpointSlot)
 	after := s.sessionState()
 	s.state, s.db, s.temporary = before.state, before.db, before.temporary
 	if err != nil {
@@ -62,7 +72,7 @@ func (s *Session) Prepare(txns []*binlog.Transaction) {
 	}
 	for i, stmt := range body {
 		if stmt == checkpointSlot {
-			s.prepared = &preparedBatch{txns: txns, body: body, tail: tail, checkpointAt: i, before: before, after: after}
+			s.prepared = &preparedBatch{txns: txns, ahead: ahead, body: body, tail: tail, checkpointAt: i, before: before, after: after}
 			return
 		}
 	}
@@ -71,10 +81,10 @@ func (s *Session) Prepare(txns []*binlog.Transaction) {
 // takePrepared returns the script Prepare made for txns, with the session
 // moved to the state after it, or nil when there is none or the session no
 // longer holds the state it was made from.
-func (s *Session) takePrepared(txns []*binlog.Transaction) *preparedBatch {
+func (s *Session) takePrepared(txns []*binlog.Transaction, ahead []bool) *preparedBatch {
 	p := s.prepared
 	s.prepared = nil
-	if p == nil || len(p.txns) != len(txns) || &p.txns[0] != &txns[0] || s.sessionState() != p.before {
+	if p == nil || len(p.txns) != len(txns) || &p.txns[0] != &txns[0] || !slices.Equal(p.ahead, ahead) || s.sessionState() != p.before {
 		return nil
 	}
 	s.state, s.db, s.temporary = p.after.state, p.after.db, p.after.temporary

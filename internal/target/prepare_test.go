@@ -3,6 +3,7 @@ package target
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -37,20 +38,20 @@ func TestPreparedScriptIsTheScript(t *testing.T) {
 	}
 
 	fresh := &Session{maxStatement: 1 << 20}
-	want, wantTail, err := fresh.batchScript(txns, "CHECKPOINT")
+	want, wantTail, err := fresh.batchScript(txns, nil, "CHECKPOINT")
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	s := &Session{maxStatement: 1 << 20}
-	s.Prepare(txns)
+	s.Prepare(txns, nil)
 	if s.prepared == nil {
 		t.Fatal("Prepare kept no script")
 	}
 	if s.db != "" || s.state != nil {
 		t.Fatalf("Prepare left the session at database %q, state %v; want it as it was", s.db, s.state)
 	}
-	p := s.takePrepared(txns)
+	p := s.takePrepared(txns, nil)
 	if p == nil {
 		t.Fatal("the prepared script was not taken by an unchanged session")
 	}
@@ -61,7 +62,7 @@ func TestPreparedScriptIsTheScript(t *testing.T) {
 	if s.db != fresh.db || s.state == nil {
 		t.Errorf("after the prepared script the session is at database %q, state %v; want %q and a state", s.db, s.state, fresh.db)
 	}
-	if s.takePrepared(txns) != nil {
+	if s.takePrepared(txns, nil) != nil {
 		t.Error("a prepared script was taken twice")
 	}
 
@@ -69,20 +70,78 @@ func TestPreparedScriptIsTheScript(t *testing.T) {
 	// USE resets collation_database in the state it replaces).
 	s.state.HasCollationDatabase = true
 	held := *s.state
-	s.Prepare(txns)
+	s.Prepare(txns, nil)
 	if !reflect.DeepEqual(*s.state, held) {
 		t.Errorf("Prepare changed the session's state from %+v to %+v", held, *s.state)
 	}
 
 	// The session's state changed between Prepare and the turn.
-	s.Prepare(txns)
+	s.Prepare(txns, nil)
 	s.db = "elsewhere"
-	if s.takePrepared(txns) != nil {
+	if s.takePrepared(txns, nil) != nil {
 		t.Error("a script made for another database was taken")
 	}
 	// Another batch.
-	s.Prepare(txns)
-	if s.takePrepared(txns[:1]) != nil {
+	s.Prepare(txns, nil)
+	if s.takePrepared(txns[:1], nil) != nil {
 		t.Error("a script made for other transactions was taken")
+	}
+}
+
+// TestBatchBegunAhead checks that a batch with transactions ahead runs
+// them first, each part in source order, each statement under its own
+// database still, with the mark between the parts, and the GTID of the
+// batch's last transaction; and that a script prepared for another split
+// is not taken.
+func TestBatchBegunAhead(t *testing.T) {
+	txns := []*binlog.Transaction{
+		statementTxn("d1", "UPDATE t SET a=1"), statementTxn("d2", "UPDATE t SET a=2"),
+		statementTxn("d1", "UPDATE t SET a=3"), statementTxn("d3", "UPDATE t SET a=4"),
+	}
+	for i, txn := range txns {
+		txn.MariaDB.Domain, txn.MariaDB.Server, txn.MariaDB.Seq = 0, 1, uint64(10+i)
+	}
+	ahead := []bool{false, true, false, true}
+	s := &Session{maxStatement: 1 << 20, opts: Options{KeepGTID: true}}
+	body, _, err := s.batchScript(txns, ahead, "CHECKPOINT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var updates []string
+	mark, seqs := -1, 0
+	for i, stmt := range body {
+		if strings.Contains(stmt, "gtid_seq_no") {
+			seqs++
+		}
+		switch {
+		case stmt == aheadMark:
+			mark = len(updates)
+		case strings.HasPrefix(stmt, "UPDATE"):
+			updates = append(updates, stmt)
+		case strings.HasPrefix(stmt, "USE"):
+			updates = append(updates, stmt)
+		case strings.Contains(stmt, "gtid_seq_no") && !strings.Contains(stmt, "=13"):
+			t.Errorf("statement %d %q: the batch takes the GTID of its last transaction, seq 13", i, stmt)
+		}
+	}
+	if seqs != 1 {
+		t.Errorf("the batch sets gtid_seq_no %d times, want once:\n%q", seqs, body)
+	}
+	want := []string{"USE `d2`", "UPDATE t SET a=2", "USE `d3`", "UPDATE t SET a=4", "USE `d1`", "UPDATE t SET a=1", "UPDATE t SET a=3"}
+	if !slices.Equal(updates, want) || mark != 4 {
+		t.Errorf("batch begun ahead runs\n%q\nwith the mark before %d; want\n%q\nwith the mark before 4\n(script %q)", updates, mark, want, body)
+	}
+
+	s.Prepare(txns, ahead)
+	if s.takePrepared(txns, nil) != nil {
+		t.Error("a script prepared with transactions ahead was taken for a batch run whole")
+	}
+	s.Prepare(txns, nil)
+	if s.takePrepared(txns, ahead) != nil {
+		t.Error("a script prepared whole was taken for a batch begun ahead")
+	}
+	s.Prepare(txns, ahead)
+	if p := s.takePrepared(txns, ahead); p == nil || !slices.Contains(p.body, aheadMark) {
+		t.Error("the script prepared with transactions ahead was not taken, or has no mark")
 	}
 }

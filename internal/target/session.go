@@ -15,6 +15,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +73,10 @@ type Session struct {
 	loads map[string][]byte
 	// prepared is a batch's script made while its job waited (prepare.go).
 	prepared *preparedBatch
+	// rest is what ExecuteAhead left of a batch's script for Continue, and
+	// restTxn the batch's last transaction, which errors name.
+	rest    []string
+	restTxn *binlog.Transaction
 }
 
 // Open connects to the target and prepares the connection for applying.
@@ -182,7 +187,7 @@ func (s *Session) Forget() {
 // checkpoint statement included, in one round trip. On error the target
 // transaction is rolled back.
 func (s *Session) Apply(ctx context.Context, txns []*binlog.Transaction, checkpoint string) error {
-	return s.execute(txns, checkpoint, true)
+	return s.execute(txns, nil, checkpoint, true)
 }
 
 // Execute runs txns (one, or a batch of Batchable ones) up to their commit,
@@ -190,10 +195,42 @@ func (s *Session) Apply(ctx context.Context, txns []*binlog.Transaction, checkpo
 // for Commit. A standalone statement (DDL) commits on its own here; its
 // checkpoint waits for Commit.
 func (s *Session) Execute(ctx context.Context, txns []*binlog.Transaction, checkpoint string) error {
-	return s.execute(txns, checkpoint, false)
+	return s.execute(txns, nil, checkpoint, false)
 }
 
-func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit bool) error {
+// ExecuteAhead begins a batch of Batchable transactions (in source order)
+// and runs, of its transactions, only those ahead marks, in their order;
+// Continue runs the others, in theirs, and commits. The batch runs on the
+// target in that order, which changes nothing of its result when no
+// transaction marked ahead shares a row with one before it that is not
+// (Split). The target transaction stays open, its locks held.
+func (s *Session) ExecuteAhead(ctx context.Context, txns []*binlog.Transaction, ahead []bool, checkpoint string) error {
+	return s.execute(txns, ahead, checkpoint, false)
+}
+
+// Continue runs the rest of the batch ExecuteAhead began and, when commit
+// is true, commits it in the same round trip; otherwise the transaction
+// stays open for Commit.
+func (s *Session) Continue(ctx context.Context, commit bool) error {
+	script, txn := s.rest, s.restTxn
+	s.rest, s.restTxn = nil, nil
+	if txn == nil {
+		return errors.New("target: Continue without a batch begun ahead")
+	}
+	if commit {
+		script = append(script, s.tail...)
+	}
+	if err := s.run(script); err != nil {
+		s.Rollback(context.Background())
+		return newApplyError(txn, err)
+	}
+	if commit {
+		s.tail = nil
+	}
+	return nil
+}
+
+func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint string, commit bool) error {
 	first := txns[0]
 	s.loads = nil
 	resumed, err := s.unpark(txns)
@@ -213,11 +250,11 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 	var body, tail []string
 	if len(txns) == 1 {
 		body, tail, err = s.script(first, checkpoint)
-	} else if p := s.takePrepared(txns); p != nil {
+	} else if p := s.takePrepared(txns, ahead); p != nil {
 		body, tail = p.body, p.tail
 		body[p.checkpointAt] = checkpoint
 	} else {
-		body, tail, err = s.batchScript(txns, checkpoint)
+		body, tail, err = s.batchScript(txns, ahead, checkpoint)
 	}
 	if err != nil {
 		return newApplyError(txns[len(txns)-1], err)
@@ -226,9 +263,17 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 		return newApplyError(txns[len(txns)-1], err)
 	} else if reopened {
 		// A new connection knows nothing of the old one's state: build again.
-		return s.execute(txns, checkpoint, commit)
+		return s.execute(txns, ahead, checkpoint, commit)
 	}
 	script := append(format, body...)
+	if ahead != nil {
+		at := slices.Index(script, aheadMark)
+		if at < 0 {
+			return newApplyError(txns[len(txns)-1], errors.New("a gapless bug: a batch begun ahead has no place to stop"))
+		}
+		s.rest, s.restTxn = slices.Clone(script[at+1:]), txns[len(txns)-1]
+		script, commit = script[:at], false
+	}
 	if resumed {
 		script = resumedScript(script, first.MariaDB)
 	}
@@ -266,7 +311,7 @@ func (s *Session) execute(txns []*binlog.Transaction, checkpoint string, commit 
 			// nothing of it ran. It runs whole instead (statementsApart).
 			s.whole = true
 			defer func() { s.whole = false }()
-			return s.execute(txns, checkpoint, commit)
+			return s.execute(txns, ahead, checkpoint, commit)
 		}
 		if format != nil {
 			err = privilegeHint(err)
@@ -435,14 +480,36 @@ func mayMatchFulltext(query []byte) bool {
 // state the source had. Row events of consecutive transactions share BINLOG
 // statements; a transaction of statements runs them under their session
 // state, as it would alone.
-func (s *Session) batchScript(txns []*binlog.Transaction, checkpoint string) (body, tail []string, err error) {
+//
+// With ahead (ExecuteAhead), the transactions it marks run first and the
+// others after aheadMark, each part in source order.
+func (s *Session) batchScript(txns []*binlog.Transaction, ahead []bool, checkpoint string) (body, tail []string, err error) {
 	last := txns[len(txns)-1]
 	if s.opts.KeepGTID {
 		body = append(body, gtidStatements(last.MariaDB)...)
 	}
 	body = append(body, beginStatement, checkpoint)
 	rows := s.rowBatcher()
-	for _, txn := range txns {
+	run, split := txns, -1
+	if ahead != nil {
+		run = make([]*binlog.Transaction, 0, len(txns))
+		for i, txn := range txns {
+			if ahead[i] {
+				run = append(run, txn)
+			}
+		}
+		split = len(run)
+		for i, txn := range txns {
+			if !ahead[i] {
+				run = append(run, txn)
+			}
+		}
+	}
+	for i, txn := range run {
+		if i == split {
+			body = rows.flush(body)
+			body = append(body, aheadMark)
+		}
 		if !Batchable(txn) {
 			return nil, nil, fmt.Errorf("%s cannot be applied in a batch", txn)
 		}
@@ -482,6 +549,7 @@ func (s *Session) Commit(ctx context.Context, txn *binlog.Transaction) error {
 // Rollback abandons the open transaction, if any, and forgets the session state.
 func (s *Session) Rollback(ctx context.Context) {
 	s.tail = nil
+	s.rest, s.restTxn = nil, nil
 	s.Forget()
 	s.conn.exec([]string{"ROLLBACK"})
 }
