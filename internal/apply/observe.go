@@ -411,7 +411,7 @@ func viewWorkers(workers []*worker, clog *commitLog) []WorkerView {
 		}
 		var wait int64
 		switch h.view.State {
-		case StateWaitingDeps:
+		case StateWaitingDeps, StateAhead:
 			clog.mu.Lock()
 			pending = pending[:0]
 			for _, d := range j.deps {

@@ -26,7 +26,7 @@ var workerStates = []struct {
 }{
 	{"idle", []apply.WorkerState{apply.StateIdle}},
 	{"executing", []apply.WorkerState{apply.StateApplying}},
-	{"waiting_dependencies", []apply.WorkerState{apply.StateWaitingDeps}},
+	{"waiting_dependencies", []apply.WorkerState{apply.StateWaitingDeps, apply.StateAhead}},
 	{"waiting_commit_turn", []apply.WorkerState{apply.StateWaitingCommit}},
 	{"retrying", []apply.WorkerState{apply.StateRetrying, apply.StateReconnecting}},
 }
