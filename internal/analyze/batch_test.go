@@ -51,14 +51,25 @@ func TestBatchesShareOneTargetTransaction(t *testing.T) {
 }
 
 func TestConflictHoldsTheWholeBatch(t *testing.T) {
-	// Transaction 9 opens the second batch and writes the row transaction 1
+	// Every transaction of the second batch writes a row the first batch
 	// wrote: the whole second batch waits for the first to commit, and the
 	// batches after it, executed, wait for their commit turn behind it.
 	stream := independent(64)
-	stream[8].ids = []int32{0}
+	for i := 8; i < 16; i++ {
+		stream[i].ids = []int32{int32(i - 8)}
+	}
 	r := analyzeWith(t, Options{Cost: executionBound, Batch: 8}, stream)
 	serial := 8 * 1001.0
 	checkSpeedup(t, r, "writeset", 8, serial/(2*1001+6), 0.05)
+
+	// Only transaction 9, the second batch's first, does: the other seven
+	// run ahead, and with them the batch's own cost, from its dispatch;
+	// transaction 9, which costs nothing here, follows once the first
+	// batch has committed. Nothing holds the commit line.
+	stream = independent(64)
+	stream[8].ids = []int32{0}
+	r = analyzeWith(t, Options{Cost: executionBound, Batch: 8}, stream)
+	checkSpeedup(t, r, "writeset", 8, serial/(1001+8), 0.05)
 
 	// The same conflict inside one batch costs nothing: the batch applies
 	// its members in order.

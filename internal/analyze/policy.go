@@ -131,7 +131,7 @@ func (r *policyRun) joins(t *txnInfo) bool {
 func (r *policyRun) gather(t *txnInfo, deps schedule.Deps, barrier bool) {
 	b := &r.open
 	if b.heaviest == nil {
-		*b = simBatch{first: t.gi, deps: b.deps[:0], exec: t.execCost, commit: t.commit, heaviest: t}
+		*b = simBatch{first: t.gi, deps: b.deps[:0], exec: t.execCost, commit: t.commit, heaviest: t, members: b.members[:0]}
 	} else {
 		b.exec += t.execCost - r.txnCost
 		if t.execCost > b.heaviest.execCost {
@@ -146,9 +146,38 @@ func (r *policyRun) gather(t *txnInfo, deps schedule.Deps, barrier bool) {
 			b.deps = append(b.deps, d)
 		}
 	}
+	if b.members != nil || r.members == 1 {
+		b.members = r.member(b, t, deps)
+	}
 	if r.members >= r.batchMax || b.size >= targetBatchBytes || !target.Batchable(t.txn) {
 		r.closeBatch()
 	}
+}
+
+// member adds t to the members of the open batch b, or returns nil when
+// the batch's members may not run ahead: those of the statement session,
+// as the workers' (rowTransactions).
+func (r *policyRun) member(b *simBatch, t *txnInfo, deps schedule.Deps) []simMember {
+	if target.NeedsStatementSession(t.txn) {
+		return nil
+	}
+	members := b.members
+	if len(members) < cap(members) {
+		members = members[:len(members)+1]
+	} else {
+		members = append(members, simMember{})
+	}
+	m := &members[len(members)-1]
+	m.exec = t.execCost - r.txnCost // the batch's own cost goes with the part run ahead
+	m.outside, m.inside = m.outside[:0], m.inside[:0]
+	for _, d := range deps {
+		if d < b.first {
+			m.outside = append(m.outside, d)
+		} else {
+			m.inside = append(m.inside, int32(d-b.first))
+		}
+	}
+	return members
 }
 
 // closeBatch runs the open batch through every simulation.

@@ -12,7 +12,10 @@
 //   - a batch starts executing once every dependency the policy named for its
 //     members, outside the batch, has committed, and runs for its execution
 //     cost: one per-transaction cost for the batch, plus its members' rows
-//     and bytes;
+//     and bytes; except that, as the workers run them ahead, the members
+//     that wait for nothing uncommitted when the batch is dispatched
+//     (directly or through a member that does) execute from its dispatch,
+//     and the others after them and their dependencies;
 //   - strict commit order: a batch's COMMIT starts once it has executed and
 //     the previous batch's COMMIT has returned, and takes the commit cost;
 //   - the target works on at most Capacity batches at full speed at once
@@ -101,6 +104,17 @@ type simBatch struct {
 	barrier      bool
 	size         int
 	heaviest     *txnInfo // the member that costs the most, for the blame
+	// members are the batch's transactions, for running some ahead; nil
+	// when none may run ahead (transactions of the statement session).
+	members []simMember
+}
+
+// simMember is a member of a batch: what it adds to the batch's execution,
+// and what it waits for, outside the batch and within.
+type simMember struct {
+	exec    float64 // µs
+	outside []int64
+	inside  []int32 // indexes of earlier members
 }
 
 // simulator is one (policy, workers) replay.
@@ -117,6 +131,7 @@ type simulator struct {
 	serial       float64 // sum of all costs: the one-worker makespan
 	turnWait     float64 // worker time spent executed but waiting for the commit turn
 	depWait      float64 // worker time spent waiting for dependencies
+	waits        []bool  // waitingWork's, by member
 
 	// blame follows who holds the commit line (reference simulator only).
 	blame *blameTracker
@@ -147,7 +162,13 @@ func (s *simulator) step(b *simBatch) {
 			start = max(start, s.commitEnd[d%s.ring])
 		}
 	}
-	executed := s.target.run(start, b.exec, dispatch)
+	var executed float64
+	if rest, split := s.waitingWork(b, dispatch); split {
+		ahead := s.target.run(dispatch, b.exec-rest, dispatch)
+		executed = s.target.run(max(start, ahead), rest, dispatch)
+	} else {
+		executed = s.target.run(start, b.exec, dispatch)
+	}
 	commitStart := max(executed, s.lastCommit)
 	end := s.target.run(commitStart, b.commit, dispatch)
 
@@ -166,6 +187,33 @@ func (s *simulator) step(b *simBatch) {
 		s.barrierUntil = end
 	}
 	s.serial += b.exec + b.commit
+}
+
+// waitingWork is the execution of the batch's members that wait, when it
+// is dispatched at dispatch, for a transaction still to commit, directly
+// or through a member that does; split is false when none or all of them
+// wait, and the batch runs whole (worker.runAhead).
+func (s *simulator) waitingWork(b *simBatch, dispatch float64) (work float64, split bool) {
+	if len(b.members) < 2 {
+		return 0, false
+	}
+	s.waits = s.waits[:0]
+	waiting := 0
+	for _, m := range b.members {
+		w := false
+		for _, d := range m.outside {
+			w = w || (b.first-d < s.ring && s.commitEnd[d%s.ring] > dispatch)
+		}
+		for _, i := range m.inside {
+			w = w || s.waits[i]
+		}
+		s.waits = append(s.waits, w)
+		if w {
+			work += m.exec
+			waiting++
+		}
+	}
+	return work, waiting > 0 && waiting < len(b.members)
 }
 
 // speedup is serial apply time over the simulated makespan.
