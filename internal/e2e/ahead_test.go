@@ -103,7 +103,7 @@ func TestRunAheadYieldsToLocksThePolicyCannotSee(t *testing.T) {
 	mustExec(t, sb.Primary, "SET SESSION sql_log_bin = 0", "INSERT INTO ahead.u SELECT seq, 0, '' FROM ahead.seq_1_to_3000")
 	mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "INSERT INTO ahead.u SELECT seq, 0, '' FROM ahead.seq_1_to_3000")
 	mustExec(t, sb.Primary, "CREATE TABLE ahead.hot (id INT PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB", "INSERT INTO ahead.hot VALUES (1, 0)")
-	runClients(t, db, 8, 40, func(rng *rand.Rand, client, i int) error {
+	runClients(t, db, 8, 60, func(rng *rand.Rand, client, i int) error {
 		stmts := []string{fmt.Sprintf("UPDATE ahead.u SET n = n + 1 WHERE id = %d", 1+rng.Intn(3000))}
 		if rng.Intn(6) == 0 {
 			stmts = append(stmts, "UPDATE ahead.hot SET n = n + 1 WHERE id = 1")
