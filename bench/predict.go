@@ -123,6 +123,10 @@ func predict(ctx context.Context, fl *fleet, o options, rec *recording, dir, gap
 			SerialRate   float64 `json:"serial_bodies_per_second"`
 			ParallelRate float64 `json:"parallel_bodies_per_second"`
 			Connections  int     `json:"connections"`
+			ProbeTables  int     `json:"probe_tables"`
+			ProbeUS      float64 `json:"probe_body_us"`
+			CachedUS     float64 `json:"cached_probe_body_us"`
+			ProbeRatio   float64 `json:"probe_parallel_over_serial"`
 		} `json:"calibration"`
 	}
 	if err := json.Unmarshal(out, &report); err != nil {
@@ -134,6 +138,10 @@ func predict(ctx context.Context, fl *fleet, o options, rec *recording, dir, gap
 	p.Calibration = fmt.Sprintf("COMMIT %.0fµs, per target transaction %.0fµs, per row %.0fµs, per KiB %.0fµs; capacity %.2f (32-row bodies: %.0f/s from 1 connection, %.0f/s from %d)",
 		p.CostModel["commit_us"], p.CostModel["transaction_us"], p.CostModel["row_us"], p.CostModel["kib_us"], p.CostModel["capacity"],
 		c.SerialRate, c.ParallelRate, c.Connections)
+	if c.ProbeTables > 0 {
+		p.Calibration += fmt.Sprintf("; 32 lookups on %d of the target's tables %.0fµs (cached %.0fµs), %.2f× as many a second from %d connections",
+			c.ProbeTables, c.ProbeUS, c.CachedUS, c.ProbeRatio, c.Connections)
+	}
 	if int64(p.Transactions) != rec.Transactions {
 		p.Err = fmt.Errorf("analyze counted %d transactions between %s and %s, the recording %d", p.Transactions, rec.Start, rec.End, rec.Transactions)
 	}

@@ -283,21 +283,24 @@ func (c *Calibration) costModel() CostModel {
 	kib := max(0, (c.WideRowsUS-c.ManyRowsUS)/(calibrateRows*(wideKiB-smallKiB)))
 	txn := max(0, c.OneRowUS-row-kib*smallKiB)
 	capacity := min(float64(c.Connections), max(1, c.Ratio))
+	us := func(v float64) time.Duration { return time.Duration(v * float64(time.Microsecond)) }
+	m := CostModel{Commit: us(c.CommitUS), Txn: us(txn), Row: us(row), KiB: us(kib), Capacity: capacity}
 	if c.ProbeTables > 0 {
-		// A row change also reads its page, and dirties it: the page is
-		// written back once evicted, so each read the probe timed stands
-		// for two page transfers, which overlap half as much as the
-		// probe's reads did. The rest of a body overlaps as the sample's.
+		// A row change also reads its page: a body of 32 changes is the
+		// sample's body and 32 of the probe's reads, which overlap as the
+		// probe's did from as many connections (capacityAt). The rest of
+		// a body overlaps as the sample's.
 		read := max(0, (c.ProbeUS-c.CachedProbeUS)/probeLookups)
-		readCapacity := min(float64(c.Connections), max(1, c.ProbeRatio/2))
 		body, reads := c.ManyRowsUS, calibrateRows*read
 		if body+reads > 0 {
-			capacity = (body + reads) / (body/capacity + reads/readCapacity)
+			m.ReadShare, m.BodyCapacity = reads/(body+reads), capacity
+			m.ReadOverlap = min(float64(c.Connections), max(1, c.ProbeRatio))
+			m.ReadConnections = c.Connections
+			m.Capacity = m.capacityAt(c.Connections)
 		}
-		row += read
+		m.Row += us(read)
 	}
-	us := func(v float64) time.Duration { return time.Duration(v * float64(time.Microsecond)) }
-	return CostModel{Commit: us(c.CommitUS), Txn: us(txn), Row: us(row), KiB: us(kib), Capacity: capacity}
+	return m
 }
 
 // rowBytes is about what a sample row change takes in a row event: the

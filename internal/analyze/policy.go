@@ -78,7 +78,7 @@ func newPolicyRun(name string, lookup *keyLookup, opts Options) (*policyRun, err
 		window: int64(maxWorkers), lag: int64(maxWorkers) * int64(opts.Batch), ring: ringSize(maxWorkers, opts.Batch)}
 	r.links = make([]chainLink, r.ring)
 	for _, w := range opts.Workers {
-		s := newSimulator(w, r.ring, opts.Cost.Capacity)
+		s := newSimulator(w, r.ring, opts.Cost.capacityAt(w))
 		if w == opts.ReferenceWorkers {
 			s.blame = &blameTracker{keep: 5, minWait: 1000, window: int64(w)}
 		}

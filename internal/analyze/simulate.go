@@ -48,6 +48,26 @@ type CostModel struct {
 	// full speed: its cores, less what the applier and others use, counted
 	// in serial appliers. 0: unlimited, a core for every worker.
 	Capacity float64
+	// Reads, when --calibrate read the target's own data (probe.go): the
+	// share of a 32-row body's time spent reading pages, the capacity of
+	// the rest, and how many page reads the target overlapped from
+	// ReadConnections at once. Fewer workers keep fewer reads in flight:
+	// capacityAt counts a proportional part of that overlap. Capacity is
+	// capacityAt(ReadConnections) then.
+	ReadShare       float64
+	BodyCapacity    float64
+	ReadOverlap     float64
+	ReadConnections int
+}
+
+// capacityAt is the target's capacity for workers workers.
+func (m CostModel) capacityAt(workers int) float64 {
+	if m.ReadShare <= 0 || m.ReadConnections <= 0 || m.BodyCapacity <= 0 {
+		return m.Capacity
+	}
+	inFlight := float64(min(workers, m.ReadConnections)) / float64(m.ReadConnections)
+	reads := max(1, 1+(m.ReadOverlap-1)*inFlight)
+	return 1 / ((1-m.ReadShare)/m.BodyCapacity + m.ReadShare/reads)
 }
 
 // DefaultCostModel was measured on a 2-core VM with a sandbox target
