@@ -122,6 +122,12 @@ func targetConfig(dir string, w *workload, durable, binlog bool) sandbox.ServerC
 
 // copyDatadir copies a stopped server's datadir to dst, which must not exist.
 func copyDatadir(ctx context.Context, src, dst string) error {
+	// cp copies into a folder that exists: a workload's primary left by an
+	// interrupted run (--workdir) would then start as it was, with the
+	// snapshot nested inside, and every contender would diverge alike.
+	if err := os.RemoveAll(dst); err != nil {
+		return fmt.Errorf("copying datadir: %w", err)
+	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return fmt.Errorf("copying datadir: %w", err)
 	}

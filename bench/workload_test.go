@@ -93,6 +93,22 @@ func TestCopyPrimaryPointsTheBinlogIndexAtTheCopy(t *testing.T) {
 	if snap.TemplateDatadir() != filepath.Join(snap.Home, "data") {
 		t.Errorf("template datadir %s", snap.TemplateDatadir())
 	}
+
+	// A primary left in the folder by an interrupted run is replaced, not
+	// kept with the snapshot copied inside it.
+	stale := filepath.Join(dir, "primary", "data", "ibdata1")
+	if err := os.WriteFile(stale, []byte("pages written by the last run"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.copyPrimary(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(stale); string(b) != "pages" {
+		t.Errorf("after a second copy the primary's ibdata1 holds %q, want the snapshot's %q", b, "pages")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "primary", "primary")); !os.IsNotExist(err) {
+		t.Errorf("the snapshot was copied inside the stale primary: %v", err)
+	}
 }
 
 func workloadByID(t *testing.T, id string) *workload {
