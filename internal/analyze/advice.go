@@ -38,7 +38,7 @@ func advise(r *Report) []string {
 		case capacity > 0 && best.BestSpeedup >= 0.8*capacity:
 			out = append(out, fmt.Sprintf("the target's capacity (%.2f transactions at once, from the cost model) bounds the speedup: more workers will not help, more cores on the target (or gapless on another host) will", capacity))
 		case best.BestSpeedup < 1.5 && r.Batch > 1:
-			out = append(out, fmt.Sprintf("the stream is close to serial under every policy: more workers will not help; see the reasons above. With batches of up to %d transactions (replicate's --batch), a batch waits for an earlier one if any of its members does; batching is then what gains: one worker commits up to %d times less often", r.Batch, r.Batch))
+			out = append(out, fmt.Sprintf("the stream is close to serial under every policy: more workers will not help; see the reasons above. With batches of up to %d transactions (replicate's --batch), a batch's members that wait for an earlier batch run after it, and the others ahead of them; batching is then what gains: one worker commits up to %d times less often", r.Batch, r.Batch))
 		case best.BestSpeedup < 1.5:
 			out = append(out, "the stream is close to serial under every policy: more workers will not help; see the reasons above")
 		}
