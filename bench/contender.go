@@ -111,6 +111,9 @@ type attempt struct {
 	TargetCPU, ApplierCPU float64
 	MachineBusy           float64 // share of all cores busy during the run, whoever used them
 	LinkRoundTrip         float64 // seconds, a ping's median through a remote contender's link
+	// LinkCPU is the CPU seconds the bench process used during a remote
+	// contender's run: the link's proxy, which runs in it, and little else.
+	LinkCPU float64
 }
 
 var gaplessPolicies = []string{"serial", "commit-id", "writeset", "schema", "domain"}

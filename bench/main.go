@@ -368,8 +368,21 @@ func (a attempt) summary() string {
 	case !a.Equal:
 		return fmt.Sprintf("%.1f s, DIVERGED: %s", a.Seconds, a.Detail)
 	default:
-		return fmt.Sprintf("%.1f s, equal; CPU: target %.1f s, applier %.1f s, machine %.0f%% busy", a.Seconds, a.TargetCPU, a.ApplierCPU, 100*a.MachineBusy)
+		link := ""
+		if a.LinkCPU > 0 {
+			link = fmt.Sprintf(", link %.1f s", a.LinkCPU)
+		}
+		return fmt.Sprintf("%.1f s, equal; CPU: target %.1f s, applier %.1f s%s, machine %.0f%% busy", a.Seconds, a.TargetCPU, a.ApplierCPU, link, 100*a.MachineBusy)
 	}
+}
+
+// selfCPU is the CPU seconds the bench process has used so far.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 // runOnce starts a fresh target from the template, runs the contender,
@@ -383,7 +396,11 @@ func runOnce(ctx context.Context, fl *fleet, o options, rec *recording, c conten
 	runCtx, cancel := context.WithTimeout(ctx, o.runTimeout)
 	cpuBefore := serverCPU(tgt)
 	busy0, total0 := machineBusy()
+	self0 := selfCPU()
 	a := c.run(runCtx, runEnv{rec: rec, target: tgt, dir: dir, gapless: gaplessBin, extra: strings.Fields(o.gaplessArgs)})
+	if c.Remote {
+		a.LinkCPU = selfCPU() - self0
+	}
 	if cpuAfter := serverCPU(tgt); cpuBefore > 0 && cpuAfter > 0 {
 		a.TargetCPU = cpuAfter - cpuBefore
 	}

@@ -35,10 +35,11 @@ type stats struct {
 	// Medians of the CPU seconds the target and the applier used.
 	TargetCPU, ApplierCPU float64
 	LinkRoundTrip         float64 // seconds, remote contenders only
+	LinkCPU               float64 // the link proxy's CPU seconds, remote contenders only
 }
 
 func (r *result) stats() stats {
-	var secs, target, applier, link []float64
+	var secs, target, applier, link, linkCPU []float64
 	s := stats{Runs: len(r.Attempts)}
 	for _, a := range r.Attempts {
 		switch {
@@ -51,6 +52,7 @@ func (r *result) stats() stats {
 			target = append(target, a.TargetCPU)
 			applier = append(applier, a.ApplierCPU)
 			link = append(link, a.LinkRoundTrip)
+			linkCPU = append(linkCPU, a.LinkCPU)
 		}
 	}
 	s.Counted = len(secs)
@@ -58,14 +60,14 @@ func (r *result) stats() stats {
 		return s
 	}
 	s.Median, s.Min, s.Max = median(secs), slices.Min(secs), slices.Max(secs)
-	s.TargetCPU, s.ApplierCPU, s.LinkRoundTrip = median(target), median(applier), median(link)
+	s.TargetCPU, s.ApplierCPU, s.LinkRoundTrip, s.LinkCPU = median(target), median(applier), median(link), median(linkCPU)
 	return s
 }
 
 // cpuFloor is the shortest time the CPU the run used allows on cores cores:
-// (target CPU + applier CPU) / cores, from the medians.
+// (target CPU + applier CPU + the link's proxy's) / cores, from the medians.
 func (s stats) cpuFloor(cores int) float64 {
-	return (s.TargetCPU + s.ApplierCPU) / float64(max(1, cores))
+	return (s.TargetCPU + s.ApplierCPU + s.LinkCPU) / float64(max(1, cores))
 }
 
 func median(v []float64) float64 {
@@ -118,6 +120,9 @@ func (wr *workloadResult) markdownTable(cores int) string {
 			if f := s.cpuFloor(cores); f > 0 {
 				floor = fmt.Sprintf("%.1f (%.2f×)", f, s.Median/f)
 				cpu = fmt.Sprintf("%.1f + %.1f", s.TargetCPU, s.ApplierCPU)
+				if s.LinkCPU > 0 {
+					cpu += fmt.Sprintf(" + %.1f link", s.LinkCPU)
+				}
 			}
 			tps = fmt.Sprintf("%.0f", wr.perSecond(r))
 			if best, _ := wr.bestMariaDB(r.Contender.Variant()); best > 0 {
@@ -243,7 +248,8 @@ divided by the contender's (above 1: faster).
 "CPU s" are the medians of the CPU seconds the target server (MariaDB's replica runs inside it) and the
 applier's own processes used during a run; the CPU floor is their sum over the machine's cores, the
 shortest time that much work allows here, and "time ÷ floor" how far the run stayed from it (1.00×: every
-core busy with this run alone). The link's proxy runs in the bench process and counts in neither.
+core busy with this run alone). The link's proxy runs in the bench process: over the link, the bench
+process's CPU during the run shows as "+ N link" and counts in the floor.
 `, rp.Scale, target, rp.Runs, rp.Workers)
 }
 
