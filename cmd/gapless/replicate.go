@@ -342,6 +342,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	}
 	if f.verbose && res.Batches > 0 {
 		fmt.Printf("%d target transactions, %.1f source transactions each; %d ran ahead of what their batch waited for\n", res.Batches, float64(res.Applied)/float64(res.Batches), res.RanAhead)
+		fmt.Printf("worker time: %s\n", stateShares(res.StateTime))
 	}
 	if f.verbose && len(res.Statements) > 0 {
 		slots := slices.Sorted(maps.Keys(res.Statements))
@@ -525,4 +526,24 @@ func tuneGC(maxQueued int64) {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(4*maxQueued + 256<<20)
 	}
+}
+
+// stateShares says what share of the workers' time each state took, in
+// the order a job goes through them, leaving out states never entered.
+func stateShares(spent map[apply.WorkerState]time.Duration) string {
+	var total time.Duration
+	for _, d := range spent {
+		total += d
+	}
+	if total <= 0 {
+		return "none"
+	}
+	var parts []string
+	for _, s := range []apply.WorkerState{apply.StateWaitingDeps, apply.StateApplying, apply.StateAhead, apply.StateWaitingCommit,
+		apply.StateRetrying, apply.StateReconnecting, apply.StateIdle} {
+		if d := spent[s]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", s, 100*float64(d)/float64(total)))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

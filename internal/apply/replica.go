@@ -115,7 +115,9 @@ type Result struct {
 	// RanAhead counts the transactions that executed before their batch's
 	// dependencies had (worker.runAhead).
 	RanAhead int64
-	Reason   string // "until reached", "stopped"
+	// StateTime is the time all workers spent in each state, summed.
+	StateTime map[WorkerState]time.Duration
+	Reason    string // "until reached", "stopped"
 	// Statements counts, per worker slot, the transactions of source
 	// statements it committed (slot 0 is the statement session).
 	Statements map[int]int64
@@ -492,7 +494,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			if received != nil {
 				<-recvErr
 			}
-			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), RanAhead: r.ranAhead.Load(), Reason: reason, Statements: maps.Clone(r.statements),
+			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), RanAhead: r.ranAhead.Load(), StateTime: stateTime(workers), Reason: reason, Statements: maps.Clone(r.statements),
 				StatementRowKeys: r.obs.statementRowKeys.Load(), StatementWholeTables: r.obs.statementWholeTables.Load()}, runErr
 		}
 		var in <-chan *binlog.Transaction
@@ -565,6 +567,15 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			}
 		}
 	}
+}
+
+// stateTime sums the time workers spent in each state.
+func stateTime(workers []*worker) map[WorkerState]time.Duration {
+	spent := map[WorkerState]time.Duration{}
+	for _, w := range workers {
+		w.timeIn(spent)
+	}
+	return spent
 }
 
 // aheadOf marks the members of a batch that wait for nothing outside it,

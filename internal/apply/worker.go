@@ -90,6 +90,7 @@ type worker struct {
 
 	mu     sync.Mutex
 	status WorkerStatus
+	spent  map[WorkerState]time.Duration // time in each state before the current one
 	gi     int64 // group index of the transaction held
 	held   *job  // the job held, nil when idle
 }
@@ -112,8 +113,13 @@ func newWorker(r *Replica, slot int) *worker {
 func (w *worker) setState(s WorkerState, j *job) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	now := time.Now()
+	if w.spent == nil {
+		w.spent = map[WorkerState]time.Duration{}
+	}
+	w.spent[w.status.State] += now.Sub(w.status.Since)
 	w.status.State = s
-	w.status.Since = time.Now()
+	w.status.Since = now
 	w.status.GTID = ""
 	w.gi = 0
 	w.held = j
@@ -124,6 +130,16 @@ func (w *worker) setState(s WorkerState, j *job) {
 		}
 		w.gi = j.last()
 	}
+}
+
+// timeIn adds to spent the time the worker has spent in each state so far.
+func (w *worker) timeIn(spent map[WorkerState]time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for s, d := range w.spent {
+		spent[s] += d
+	}
+	spent[w.status.State] += time.Since(w.status.Since)
 }
 
 func (w *worker) snapshot() (WorkerStatus, int64, int64) {

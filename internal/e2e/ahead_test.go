@@ -73,6 +73,9 @@ func TestBatchesRunAheadOfWhatTheyWait(t *testing.T) {
 			if n == 0 {
 				t.Fatalf("no transaction ran ahead of its batch's dependencies:\n%s", r.stdout)
 			}
+			if !regexp.MustCompile(`worker time: .*applying \d+%`).MatchString(r.stdout) {
+				t.Errorf("no share of the workers' time applying in the output:\n%s", r.stdout)
+			}
 			t.Logf("%s: %d transactions ran ahead", format, n)
 		})
 	}
