@@ -90,9 +90,10 @@ type worker struct {
 
 	mu     sync.Mutex
 	status WorkerStatus
-	spent  map[WorkerState]time.Duration // time in each state before the current one
 	gi     int64 // group index of the transaction held
 	held   *job  // the job held, nil when idle
+	// spent is the time in each state before the current one.
+	spent map[WorkerState]time.Duration
 }
 
 type committedTxn struct {
