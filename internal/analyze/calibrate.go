@@ -359,29 +359,44 @@ func (s *sample) apply(ctx context.Context, conn *sql.Conn, slot, rows, pad, n i
 // rate is how many 32-row bodies a second connections connections apply
 // together, each on its own table and connection.
 func (s *sample) rate(ctx context.Context, connections int) (float64, error) {
-	conns := make([]*sql.Conn, connections)
-	for i := range conns {
-		conn, err := s.db.Conn(ctx)
-		if err != nil {
-			return 0, err
-		}
-		defer conn.Close()
-		conns[i] = conn
-		if _, _, err := s.apply(ctx, conn, i, calibrateRows, smallPad, calibrateWarm/4, false); err != nil {
-			return 0, err
-		}
-	}
 	// As many bodies in all from one connection as from several, so that
 	// each phase lasts long enough to time.
 	n := max(10, s.cfg.Transactions/8)
 	if connections == 1 {
 		n *= 4
 	}
+	bodies := func(count int) func(int, *sql.Conn) error {
+		return func(i int, conn *sql.Conn) error {
+			_, _, err := s.apply(ctx, conn, i, calibrateRows, smallPad, count, false)
+			return err
+		}
+	}
+	return concurrentRate(ctx, s.db, connections, n, bodies(calibrateWarm/4), bodies(n))
+}
+
+// concurrentRate opens connections connections to db and readies each
+// with ready (unless nil), untimed; then each runs its n bodies with run,
+// all at once, and it returns the bodies a second of them all.
+func concurrentRate(ctx context.Context, db *sql.DB, connections, n int, ready, run func(i int, conn *sql.Conn) error) (float64, error) {
+	conns := make([]*sql.Conn, connections)
+	for i := range conns {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return 0, err
+		}
+		defer conn.Close()
+		conns[i] = conn
+		if ready != nil {
+			if err := ready(i, conn); err != nil {
+				return 0, err
+			}
+		}
+	}
 	errs := make([]error, connections)
 	var wg sync.WaitGroup
 	began := time.Now()
 	for i, conn := range conns {
-		wg.Go(func() { _, _, errs[i] = s.apply(ctx, conn, i, calibrateRows, smallPad, n, false) })
+		wg.Go(func() { errs[i] = run(i, conn) })
 	}
 	wg.Wait()
 	elapsed := time.Since(began).Seconds()

@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -178,31 +177,12 @@ func (p *probe) serial(ctx context.Context, n int) (data, cached float64, err er
 // rate is how many bodies on the data a second connections run together,
 // each running n.
 func (p *probe) rate(ctx context.Context, connections, n int) (float64, error) {
-	conns := make([]*sql.Conn, connections)
-	for i := range conns {
-		conn, err := p.db.Conn(ctx)
-		if err != nil {
-			return 0, err
-		}
-		defer conn.Close()
-		conns[i] = conn
-	}
-	errs := make([]error, connections)
-	var wg sync.WaitGroup
-	began := time.Now()
-	for i, conn := range conns {
-		wg.Go(func() {
-			for range n {
-				if _, err := p.body(ctx, conn, p.tables, p.total); err != nil {
-					errs[i] = err
-					return
-				}
+	return concurrentRate(ctx, p.db, connections, n, nil, func(_ int, conn *sql.Conn) error {
+		for range n {
+			if _, err := p.body(ctx, conn, p.tables, p.total); err != nil {
+				return err
 			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return 0, err
-	}
-	return float64(n*connections) / time.Since(began).Seconds(), nil
+		}
+		return nil
+	})
 }
