@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -91,12 +90,7 @@ func TestRunAheadYieldsToLocksThePolicyCannotSee(t *testing.T) {
 	relay := filepath.Join(t.TempDir(), "relay")
 	mustExec(t, sb.Primary, "CREATE DATABASE ahead", "CREATE TABLE ahead.seen (id INT PRIMARY KEY) ENGINE=InnoDB")
 	replicateUntilCaughtUp(t, sb, relay)
-	mustExec(t, sb.Target,
-		"SET GLOBAL slave_run_triggers_for_rbr = YES",
-		"SET SESSION sql_log_bin = 0",
-		"CREATE DATABASE side",
-		"CREATE TABLE side.counter (id INT PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB",
-		"INSERT INTO side.counter VALUES (1, 0)",
+	sideCounter(t, sb,
 		"CREATE TABLE ahead.u (id INT PRIMARY KEY, n INT NOT NULL, c VARCHAR(40) NOT NULL) ENGINE=InnoDB",
 		"CREATE TRIGGER ahead.count AFTER UPDATE ON ahead.u FOR EACH ROW UPDATE side.counter SET n = n + NEW.n - OLD.n WHERE id = 1")
 	mustExec(t, sb.Primary, "SET SESSION sql_log_bin = 0",
@@ -114,21 +108,7 @@ func TestRunAheadYieldsToLocksThePolicyCannotSee(t *testing.T) {
 		return runTransaction(db, stmts)
 	})
 
-	cmd, _, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, relay,
-		"--until", binlogPos(t, sb.Primary), "--workers", "8", "--batch", "8", "-v")...)
-	done := make(chan run, 1)
-	go func() { done <- wait() }()
-	var r run
-	select {
-	case r = <-done:
-		if r.code != 0 {
-			t.Fatalf("replicate exited %d:\n%s%s", r.code, r.stdout, r.stderr)
-		}
-	case <-time.After(3 * time.Minute):
-		cmd.Process.Signal(syscall.SIGTERM)
-		r := <-done
-		t.Fatalf("the run stalled on conflicts the watchdog should break: %s", strings.TrimSpace(r.stdout))
-	}
+	r := replicateWithoutStall(t, sb, relay, 3*time.Minute, "--workers", "8", "--batch", "8", "-v")
 	t.Logf("%d ran ahead; %d gave their locks back", ranAhead(t, r.stdout), strings.Count(r.stderr, "rolled back the transactions run ahead"))
 	var counted, sum int
 	tgt := rootDB(t, sb.Target)

@@ -228,13 +228,7 @@ func TestWatchdogBreaksConflictsThePolicyCannotSee(t *testing.T) {
 	relay := filepath.Join(t.TempDir(), "relay")
 	mustExec(t, sb.Primary, "CREATE DATABASE trig", "CREATE TABLE trig.a (id INT PRIMARY KEY, v INT) ENGINE=InnoDB")
 	replicateUntilCaughtUp(t, sb, relay)
-	mustExec(t, sb.Target,
-		"SET GLOBAL slave_run_triggers_for_rbr = YES",
-		"SET SESSION sql_log_bin = 0",
-		"CREATE DATABASE side",
-		"CREATE TABLE side.counter (id INT PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB",
-		"INSERT INTO side.counter VALUES (1, 0)",
-		"CREATE TRIGGER trig.count AFTER INSERT ON trig.a FOR EACH ROW UPDATE side.counter SET n = n + 1 WHERE id = 1")
+	sideCounter(t, sb, "CREATE TRIGGER trig.count AFTER INSERT ON trig.a FOR EACH ROW UPDATE side.counter SET n = n + 1 WHERE id = 1")
 	const inserts = 120
 	var stmts []string
 	for i := 1; i <= inserts; i++ {
@@ -242,21 +236,8 @@ func TestWatchdogBreaksConflictsThePolicyCannotSee(t *testing.T) {
 	}
 	mustExec(t, sb.Primary, stmts...)
 
-	cmd, _, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, relay,
-		"--until", binlogPos(t, sb.Primary), "--workers", "8", "--batch", "1", "-v")...)
-	done := make(chan run, 1)
-	go func() { done <- wait() }()
-	select {
-	case r := <-done:
-		if r.code != 0 {
-			t.Fatalf("replicate exited %d:\n%s%s", r.code, r.stdout, r.stderr)
-		}
-		t.Logf("%s; %d lock waits broken", strings.TrimSpace(r.stdout), strings.Count(r.stderr, "rolled back to let")+strings.Count(r.stderr, "interrupting"))
-	case <-time.After(2 * time.Minute):
-		cmd.Process.Signal(syscall.SIGTERM)
-		r := <-done
-		t.Fatalf("the run stalled on conflicts the watchdog should break: %s", strings.TrimSpace(r.stdout))
-	}
+	r := replicateWithoutStall(t, sb, relay, 2*time.Minute, "--workers", "8", "--batch", "1", "-v")
+	t.Logf("%s; %d lock waits broken", strings.TrimSpace(r.stdout), strings.Count(r.stderr, "rolled back to let")+strings.Count(r.stderr, "interrupting"))
 	var n int
 	if err := rootDB(t, sb.Target).QueryRow("SELECT n FROM side.counter").Scan(&n); err != nil {
 		t.Fatal(err)
@@ -266,4 +247,41 @@ func TestWatchdogBreaksConflictsThePolicyCannotSee(t *testing.T) {
 	}
 	mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "DROP TRIGGER trig.count", "DROP DATABASE side")
 	requireEqual(t, sb)
+}
+
+// sideCounter makes side.counter on the target alone, one row at 0, with
+// triggers (stmts) that count there what the applied transactions do: a
+// row every transaction meets, which the policy cannot see.
+func sideCounter(t *testing.T, sb *sandboxT, stmts ...string) {
+	t.Helper()
+	mustExec(t, sb.Target, append([]string{
+		"SET GLOBAL slave_run_triggers_for_rbr = YES",
+		"SET SESSION sql_log_bin = 0",
+		"CREATE DATABASE side",
+		"CREATE TABLE side.counter (id INT PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB",
+		"INSERT INTO side.counter VALUES (1, 0)",
+	}, stmts...)...)
+}
+
+// replicateWithoutStall runs gapless until the primary's current position
+// and fails the test unless it exits 0 within limit: a run that stalls on
+// lock waits is stopped and reported.
+func replicateWithoutStall(t *testing.T, sb *sandboxT, relay string, limit time.Duration, extra ...string) run {
+	t.Helper()
+	cmd, _, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, relay,
+		append([]string{"--until", binlogPos(t, sb.Primary)}, extra...)...)...)
+	done := make(chan run, 1)
+	go func() { done <- wait() }()
+	select {
+	case r := <-done:
+		if r.code != 0 {
+			t.Fatalf("replicate exited %d:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		return r
+	case <-time.After(limit):
+		cmd.Process.Signal(syscall.SIGTERM)
+		r := <-done
+		t.Fatalf("the run stalled on conflicts the watchdog should break: %s", strings.TrimSpace(r.stdout))
+		return r
+	}
 }
