@@ -540,7 +540,7 @@ func stateShares(spent map[apply.WorkerState]time.Duration) string {
 	}
 	var parts []string
 	for _, s := range []apply.WorkerState{apply.StateWaitingDeps, apply.StateApplying, apply.StateAhead, apply.StateWaitingCommit,
-		apply.StateRetrying, apply.StateReconnecting, apply.StateIdle} {
+		apply.StateRetrying, apply.StateConnecting, apply.StateReconnecting, apply.StateIdle} {
 		if d := spent[s]; d > 0 {
 			parts = append(parts, fmt.Sprintf("%s %.0f%%", s, 100*float64(d)/float64(total)))
 		}

@@ -40,6 +40,8 @@ const (
 	StateWaitingCommit WorkerState = "waiting for prior commit"
 	StateRetrying      WorkerState = "retrying"
 	StateReconnecting  WorkerState = "reconnecting"
+	// StateConnecting is a worker opening its first connection of the run.
+	StateConnecting WorkerState = "connecting"
 )
 
 // WorkerStatus is a snapshot of one worker.
@@ -82,6 +84,9 @@ type worker struct {
 
 	session *target.Session
 	connID  int64
+	// connected: the worker has had a connection in this run, so a
+	// missing one is lost, not yet opened.
+	connected bool
 	jobs    chan *job
 	yield   chan struct{} // the watchdog asks the worker to roll back and retry at its turn
 	// mine lists the transactions this worker committed above the gap-less
@@ -260,7 +265,11 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 	defer release()
 	for {
 		if w.session == nil {
-			w.setState(StateReconnecting, j)
+			if w.connected {
+				w.setState(StateReconnecting, j)
+			} else {
+				w.setState(StateConnecting, j)
+			}
 			err := w.reconnect(ctx)
 			if err != nil && ctx.Err() != nil {
 				// A stop came first. A job it dropped needs no connection:
@@ -537,6 +546,7 @@ func (w *worker) connect(ctx context.Context) error {
 	w.mu.Lock()
 	w.session, w.connID = s, id
 	w.mu.Unlock()
+	w.connected = true
 	return nil
 }
 

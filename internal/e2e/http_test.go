@@ -193,7 +193,7 @@ func checkLivePage(t *testing.T, browser, url string) []byte {
 		f, _ := strconv.ParseFloat(strings.Fields(strings.ReplaceAll(s, ",", "") + " x")[0], 64)
 		return f
 	}
-	known := []string{"idle", "applying", "waiting for dependencies", "executed ahead; waiting for dependencies", "waiting for prior commit", "retrying", "reconnecting"}
+	known := []string{"idle", "connecting", "applying", "waiting for dependencies", "executed ahead; waiting for dependencies", "waiting for prior commit", "retrying", "reconnecting"}
 	first := read()
 	var last view
 	moving := false

@@ -25,6 +25,7 @@ var workerStates = []struct {
 	of    []apply.WorkerState
 }{
 	{"idle", []apply.WorkerState{apply.StateIdle}},
+	{"connecting", []apply.WorkerState{apply.StateConnecting}},
 	{"executing", []apply.WorkerState{apply.StateApplying}},
 	{"waiting_dependencies", []apply.WorkerState{apply.StateWaitingDeps, apply.StateAhead}},
 	{"waiting_commit_turn", []apply.WorkerState{apply.StateWaitingCommit}},
