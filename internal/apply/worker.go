@@ -87,8 +87,8 @@ type worker struct {
 	// connected: the worker has had a connection in this run, so a
 	// missing one is lost, not yet opened.
 	connected bool
-	jobs    chan *job
-	yield   chan struct{} // the watchdog asks the worker to roll back and retry at its turn
+	jobs      chan *job
+	yield     chan struct{} // the watchdog asks the worker to roll back and retry at its turn
 	// mine lists the transactions this worker committed above the gap-less
 	// position (causal commit order), for its checkpoint row.
 	mine []committedTxn
