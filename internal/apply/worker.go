@@ -156,6 +156,13 @@ func (w *worker) snapshot() (WorkerStatus, int64, int64) {
 
 // loop applies jobs until the channel closes.
 func (w *worker) loop(ctx context.Context, done chan<- result) {
+	// The connection opens before the first job comes, so that job runs
+	// as any other: ahead of what it waits for, and its script made while
+	// the jobs before it run. One that cannot open now is opened by the
+	// job, which reports why it cannot.
+	if err := w.connect(ctx); err != nil {
+		w.log.Debug("the worker's connection did not open at its start; its first job opens it", "worker", w.slot, "error", err)
+	}
 	for j := range w.jobs {
 		err := w.apply(ctx, j)
 		w.setState(StateIdle, nil)
@@ -265,7 +272,10 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 	defer release()
 	for {
 		if w.session == nil {
-			if w.connected {
+			// lost: the worker had a connection (this job's or an
+			// earlier one's), not one it could not open at its start.
+			lost := w.connected
+			if lost {
 				w.setState(StateReconnecting, j)
 			} else {
 				w.setState(StateConnecting, j)
@@ -307,7 +317,7 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			// After a lost connection the transactions around this one run
 			// again in whatever order their workers come back, so it starts
 			// again only once its dependencies have committed.
-			if early {
+			if early && lost {
 				early = false
 				w.setState(StateWaitingDeps, j)
 				if err := clog.waitDeps(run, j.gi, j.deps, false, nil); err != nil {
