@@ -212,6 +212,12 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 	}
 	defer lock.Release()
 	r.lock = lock
+	// A connection of an earlier run killed with a COMMIT in flight may
+	// still commit: the position is read once none is left.
+	warn := func(msg string) { r.log.Warn(msg) }
+	if err := checkpoint.SettleSlots(ctx, r.cfg.Target, r.cfg.Stream, 0, checkpoint.MaxSlots, warn); err != nil {
+		return Result{}, err
+	}
 	r.store, err = checkpoint.Open(ctx, r.cfg.Target, r.cfg.Stream, r.cfg.Session.WriteBinlog)
 	if err != nil {
 		return Result{}, err

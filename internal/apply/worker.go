@@ -109,6 +109,7 @@ type committedTxn struct {
 func newWorker(r *Replica, slot int) *worker {
 	opts := r.cfg.Session
 	opts.Warn = func(msg string) { r.log.Warn(msg) }
+	opts.SlotLock = checkpoint.SlotLockName(r.cfg.Stream, slot)
 	return &worker{
 		slot: slot, replica: r, db: r.cfg.Target, opts: opts, log: r.log,
 		jobs: make(chan *job, 1), yield: make(chan struct{}, 1),
@@ -567,6 +568,16 @@ func (w *worker) reconnect(ctx context.Context) error {
 		err := w.connect(ctx)
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, target.ErrSlotHeld) {
+			// The worker's lost connection lives on in the server: wait for
+			// it to end (a COMMIT it had sent lands before the checkpoint is
+			// read back), or end it.
+			warn := func(msg string) { w.log.Warn(msg) }
+			if err := checkpoint.SettleSlots(ctx, w.replica.cfg.Target, w.replica.cfg.Stream, w.slot, w.slot+1, warn); err != nil {
+				return err
+			}
+			continue
 		}
 		if !target.Lost(errors.Unwrap(err)) && !target.Lost(err) {
 			return err

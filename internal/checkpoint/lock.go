@@ -5,10 +5,13 @@ package checkpoint
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -104,4 +107,84 @@ func mysqlCode(err error) uint16 {
 		return me.Number
 	}
 	return 0
+}
+
+// MaxSlots bounds the worker slots of a stream (replicate's --workers).
+const MaxSlots = 256
+
+// SlotLockName is the named lock a worker's connection holds for as long as
+// it lives (target.Options.SlotLock). Its connection may outlive the
+// applier: one killed with a COMMIT in flight leaves it on the server until
+// that COMMIT has ended. A connection that holds a slot lock of a stream
+// whose lock this applier holds is such an orphan, and the position read
+// before it has ended may lack its transaction.
+func SlotLockName(stream string, slot int) string {
+	name := fmt.Sprintf("gapless.%s#%d", stream, slot)
+	if len(name) > 64 { // the server's limit for a lock name
+		sum := sha256.Sum256([]byte(stream))
+		name = fmt.Sprintf("gapless.%x#%d", sum[:16], slot)
+	}
+	return name
+}
+
+// orphanPatience is how long an orphan connection may take to end by
+// itself (its COMMIT, or the server noticing it is gone) before it is
+// killed; orphanLimit how long it may take in all.
+const (
+	orphanPatience = 5 * time.Second
+	orphanLimit    = 30 * time.Second
+)
+
+// SettleSlots waits until no connection holds the slot locks [from, to) of
+// the stream, killing one that is still there after orphanPatience. The
+// caller holds the stream's lock, so no other applier's worker can.
+func SettleSlots(ctx context.Context, db *sql.DB, stream string, from, to int, warn func(string)) error {
+	names := make([]any, 0, to-from)
+	calls := make([]string, 0, to-from)
+	for slot := from; slot < to; slot++ {
+		names = append(names, SlotLockName(stream, slot))
+		calls = append(calls, "IS_USED_LOCK(?)")
+	}
+	query := "SELECT " + strings.Join(calls, ", ")
+	began, killed := time.Now(), map[int64]bool{}
+	for {
+		held := make([]sql.NullInt64, len(names))
+		dest := make([]any, len(names))
+		for i := range held {
+			dest[i] = &held[i]
+		}
+		if err := db.QueryRowContext(ctx, query, names...).Scan(dest...); err != nil {
+			return fmt.Errorf("target: read the worker locks of stream %q: %w", stream, err)
+		}
+		var orphans []int64
+		for _, h := range held {
+			if h.Valid {
+				orphans = append(orphans, h.Int64)
+			}
+		}
+		if len(orphans) == 0 {
+			return nil
+		}
+		waited := time.Since(began)
+		if waited > orphanLimit {
+			return fmt.Errorf("connections %v of an earlier applier of stream %q are still open on the target after %s, and may still commit: end them (KILL CONNECTION id) and run again", orphans, stream, orphanLimit)
+		}
+		if waited > orphanPatience {
+			for _, id := range orphans {
+				if killed[id] {
+					continue
+				}
+				killed[id] = true
+				warn(fmt.Sprintf("connection %d of an earlier applier of stream %q is still open on the target after %s; killing it (what it had not committed rolls back)", id, stream, orphanPatience))
+				if _, err := db.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id)); err != nil && mysqlCode(err) != 1094 { // 1094: already gone
+					return fmt.Errorf("connection %d of an earlier applier of stream %q is still open on the target, and may still commit; killing it: %w; end it (KILL CONNECTION %d) and run again", id, stream, err, id)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

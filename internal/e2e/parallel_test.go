@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"gapless/internal/checkpoint"
+	"gapless/internal/dburl"
 )
 
 // conflictWorkload runs clients concurrently on the primary, so the binlog
@@ -169,9 +172,11 @@ func TestKillDuringParallelApplyThenRestart(t *testing.T) {
 			sb := upSandbox(t)
 			conflictWorkload(t, sb, 8, 250)
 			relay := filepath.Join(t.TempDir(), "relay")
+			// Batches of 32: a crash leaves at most 8 x 32 transactions of
+			// other workers landing after it, so each crash point comes.
 			args := []string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
 				"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0",
-				"--workers", "8", "--commit-order", order}
+				"--workers", "8", "--commit-order", order, "--batch", "32"}
 			for _, after := range []int{5, 300, 500} {
 				r := gapless(t, []string{fmt.Sprintf("GAPLESS_CRASH_AFTER_COMMITS=%d", after)}, args...)
 				if !r.signaled {
@@ -182,6 +187,52 @@ func TestKillDuringParallelApplyThenRestart(t *testing.T) {
 			requireEqualData(t, sb, order == "causal")
 		})
 	}
+}
+
+// A connection of an earlier run that outlived it (one killed with a COMMIT
+// in flight, or one the server has not yet seen go) may still commit, so a
+// new run reads its position only once no connection holds a worker slot
+// of its stream: here one holds slot 3 with a transaction open and never
+// lets go. The run must wait for it, end it (its transaction rolls back),
+// and then replicate to equal tables.
+func TestRunWaitsForAnEarlierRunsConnections(t *testing.T) {
+	sb := upSandbox(t)
+	conflictWorkload(t, sb, 4, 50)
+	ctx := context.Background()
+	tgt, _, err := dburl.Open(sb.TargetURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "CREATE DATABASE scratch", "CREATE TABLE scratch.t (id INT PRIMARY KEY) ENGINE=InnoDB")
+	orphan, err := tgt.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orphan.Close()
+	var got int
+	if err := orphan.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", checkpoint.SlotLockName("default", 3)).Scan(&got); err != nil || got != 1 {
+		t.Fatalf("taking the slot lock: %d, %v", got, err)
+	}
+	if _, err := orphan.ExecContext(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orphan.ExecContext(ctx, "INSERT INTO scratch.t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	r := replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", "8")
+	if !strings.Contains(r.stderr, "is still open on the target after 5s; killing it") {
+		t.Errorf("the run did not say it ended the earlier connection:\n%s", r.stderr)
+	}
+	if err := orphan.PingContext(ctx); err == nil {
+		t.Errorf("the earlier connection is still open")
+	}
+	var n int
+	if err := tgt.QueryRowContext(ctx, "SELECT COUNT(*) FROM scratch.t").Scan(&n); err != nil || n != 0 {
+		t.Errorf("the earlier connection's open transaction left %d rows (%v), want it rolled back", n, err)
+	}
+	mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "DROP DATABASE scratch")
+	requireEqual(t, sb)
 }
 
 // Parent and child tables with ON DELETE CASCADE, replicated with 8 workers

@@ -115,7 +115,7 @@ func Lost(err error) bool {
 		// 1927: connection killed; 1053: server shutdown in progress; 2006/2013: gone away / lost.
 		return code == 1927 || code == 1053 || code == 2006 || code == 2013
 	}
-	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, io.EOF) ||
+	if errors.Is(err, ErrSlotHeld) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.EPIPE) {
 		return true

@@ -27,6 +27,7 @@ import (
 	ckpt "gapless/internal/checkpoint"
 	"gapless/internal/dburl"
 	"gapless/internal/gtid"
+	"gapless/internal/sqltext"
 	"gapless/internal/statement"
 )
 
@@ -45,7 +46,16 @@ type Options struct {
 	// Warn, when set, hears of changes gapless makes to the target's
 	// configuration (a max_allowed_packet raised for a large row event).
 	Warn func(msg string)
+	// SlotLock, when set, is a named lock the connection takes as it opens
+	// and holds while it lives (checkpoint.SlotLockName). Open fails with
+	// ErrSlotHeld while another connection holds it.
+	SlotLock string
 }
+
+// ErrSlotHeld: another connection, one that outlived its applier or its
+// worker's lost connection, still holds the session's slot lock. Lost
+// counts it, so the connection is opened again once that one has ended.
+var ErrSlotHeld = errors.New("an earlier connection of this worker slot is still open on the target")
 
 // Session applies transactions over one target connection.
 type Session struct {
@@ -89,6 +99,16 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 	if err := s.prepare(); err != nil {
 		conn.close()
 		return nil, err
+	}
+	if opts.SlotLock != "" {
+		got, err := s.conn.queryString("SELECT GET_LOCK(" + sqltext.Literal(opts.SlotLock) + ", 0)")
+		if err == nil && got != "1" {
+			err = fmt.Errorf("%w (lock %s)", ErrSlotHeld, opts.SlotLock)
+		}
+		if err != nil {
+			conn.close()
+			return nil, fmt.Errorf("target: take the worker's lock: %w", err)
+		}
 	}
 	return s, nil
 }
