@@ -100,16 +100,6 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 		conn.close()
 		return nil, err
 	}
-	if opts.SlotLock != "" {
-		got, err := s.conn.queryString("SELECT GET_LOCK(" + sqltext.Literal(opts.SlotLock) + ", 0)")
-		if err == nil && got != "1" {
-			err = fmt.Errorf("%w (lock %s)", ErrSlotHeld, opts.SlotLock)
-		}
-		if err != nil {
-			conn.close()
-			return nil, fmt.Errorf("target: take the worker's lock: %w", err)
-		}
-	}
 	return s, nil
 }
 
@@ -169,7 +159,33 @@ func (s *Session) prepare() error {
 	if err := s.conn.exec([]string{setup, isolation}); err != nil {
 		return privilegeHint(fmt.Errorf("target: prepare the apply session: %w", err))
 	}
+	return s.takeSlot(s.conn)
+}
+
+// takeSlot makes c hold the session's slot lock (Options.SlotLock). The
+// session's connection before c has let it go (dropSlot), or is an
+// earlier one that lives on in the server: ErrSlotHeld.
+func (s *Session) takeSlot(c *wire) error {
+	if s.opts.SlotLock == "" {
+		return nil
+	}
+	got, err := c.queryString("SELECT GET_LOCK(" + sqltext.Literal(s.opts.SlotLock) + ", 0)")
+	if err == nil && got != "1" {
+		err = fmt.Errorf("%w (lock %s)", ErrSlotHeld, s.opts.SlotLock)
+	}
+	if err != nil {
+		return fmt.Errorf("target: take the worker's lock: %w", err)
+	}
 	return nil
+}
+
+// dropSlot lets c's slot lock go, for the session's next connection: c is
+// closed, or keeps only a prepared XA branch, which commits nothing by
+// itself.
+func (s *Session) dropSlot(c *wire) {
+	if s.opts.SlotLock != "" {
+		_, _ = c.queryString("SELECT RELEASE_LOCK(" + sqltext.Literal(s.opts.SlotLock) + ")")
+	}
 }
 
 // privilegeHint names what the apply user lacks when the target says access denied.
@@ -419,6 +435,7 @@ func (s *Session) checkOneGroup(txn *binlog.Transaction) error {
 
 // reopen gives up the connection for a new one, forgetting its state.
 func (s *Session) reopen() error {
+	s.dropSlot(s.conn)
 	s.endConn(s.conn)
 	s.Forget()
 	conn, err := dial(context.Background(), s.opts.Server)

@@ -119,6 +119,7 @@ func (s *Session) park(txn *binlog.Transaction) error {
 	if err != nil {
 		return err
 	}
+	s.dropSlot(s.conn)
 	s.parked = &parkedXA{conn: s.conn, xid: x, format: s.format, state: s.state, db: s.db}
 	s.conn = conn
 	s.Forget()
@@ -143,9 +144,10 @@ func (s *Session) unpark(txns []*binlog.Transaction) (resumed bool, err error) {
 			return false, err
 		}
 		if fits {
+			s.dropSlot(s.conn)
 			s.endConn(s.conn)
 			s.conn, s.format, s.state, s.db = p.conn, p.format, p.state, p.db
-			return true, nil
+			return true, s.takeSlot(s.conn)
 		}
 	}
 	// The branch's connection cannot turn logging off; it rests under the
