@@ -249,7 +249,11 @@ func (w *wire) queryString(query string) (string, error) {
 	if r.RowNumber() == 0 {
 		return "", fmt.Errorf("%s returned no row", query)
 	}
-	return r.GetString(0, 0)
+	// The value points into the result's buffers, which Close gives back
+	// for the next query to overwrite: a session's CURRENT_USER() read so
+	// once became the text of a later answer ("binlog_ch").
+	v, err := r.GetString(0, 0)
+	return strings.Clone(v), err
 }
 
 // connectionID is the server's id of this connection.

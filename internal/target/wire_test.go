@@ -3,8 +3,10 @@ package target
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gapless/internal/dburl"
@@ -120,4 +122,37 @@ func rowEventsOfLastInsert(t *testing.T, path string) (format []byte, rows [][]b
 		t.Fatalf("%s: no format description or no row events", path)
 	}
 	return format, rows
+}
+
+// A value queryString returns is the caller's: the result's buffers go
+// back to a pool the next query takes from, on this connection or another
+// (a later answer overwrote a session's CURRENT_USER() so).
+func TestQueryStringOwnsItsValue(t *testing.T) {
+	srv := sandbox.StartForTest(t, sandbox.ServerConfig{Name: "target"})
+	cfg, err := dburl.Parse(srv.URL(sandbox.ApplierUser, sandbox.ApplierPassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wires []*wire
+	for range 2 {
+		w, err := dial(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.close()
+		wires = append(wires, w)
+	}
+	first, err := wires[0].queryString("SELECT CURRENT_USER()")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Clone(first)
+	for i := range 50 {
+		if _, err := wires[i%2].queryString(fmt.Sprintf("SELECT REPEAT('z', %d)", 1+i%12)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if first != want {
+		t.Fatalf("CURRENT_USER() read first is now %q, was %q", first, want)
+	}
 }
