@@ -155,8 +155,8 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.workers < 1 || f.workers > 256 {
-		return fmt.Errorf("--workers %d: want 1 to 256", f.workers)
+	if f.workers < 1 || f.workers > checkpoint.MaxSlots {
+		return fmt.Errorf("--workers %d: want 1 to %d", f.workers, checkpoint.MaxSlots)
 	}
 	rules := &filter.Rules{DoDB: f.doDB, IgnoreDB: f.ignoreDB}
 	for _, p := range f.ignoreTable {
