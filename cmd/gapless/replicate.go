@@ -58,6 +58,9 @@ type replicateFlags struct {
 	policy         string
 	commitOrder    string
 	http           string
+	// untilGiven, startGiven: the flag was on the command line, maybe empty
+	// (a shell variable that held nothing).
+	untilGiven, startGiven bool
 }
 
 func newReplicateCmd() *cobra.Command {
@@ -106,7 +109,10 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
   gapless reset --target mysql://gapless@db2:3306
   gapless replicate --source ... --target ... --start-position 0-1-51253`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runReplicate(cmd.Context(), f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.untilGiven, f.startGiven = cmd.Flags().Changed("until"), cmd.Flags().Changed("start-position")
+			return runReplicate(cmd.Context(), f)
+		},
 	}
 	fl := cmd.Flags()
 	defaultsFile := addDefaultsFileFlag(fl)
@@ -180,6 +186,14 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		if _, err := status.ListenAddress(f.http); err != nil {
 			return err
 		}
+	}
+	// An empty position given is refused: --until "" would otherwise run
+	// on for ever instead of stopping where the caller meant it to.
+	if f.untilGiven && strings.TrimSpace(f.until) == "" {
+		return fmt.Errorf("--until is empty: give a GTID position (e.g. 0-1-51253), or leave the flag out to run until stopped")
+	}
+	if f.startGiven && strings.TrimSpace(f.start) == "" {
+		return fmt.Errorf("--start-position is empty: give a GTID position (e.g. 0-1-51253), or leave the flag out")
 	}
 	until, err := parseOptionalPosition("--until", f.until)
 	if err != nil {

@@ -266,6 +266,10 @@ func TestRefusesInvalidFlags(t *testing.T) {
 	}{
 		{"until garbage", replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", "garbage"),
 			[]string{"--until", `"garbage"`, "e.g. 0-1-51253"}},
+		{"until empty", replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", ""),
+			[]string{"--until is empty", "e.g. 0-1-51253"}},
+		{"start-position empty", replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--start-position", " "),
+			[]string{"--start-position is empty"}},
 		{"skip-gtid x", replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--skip-gtid", "x"),
 			[]string{"--skip-gtid", `"x"`, "e.g. 0-1-51253"}},
 		{"unknown scheme", replicateArgs(strings.Replace(sb.SourceURL, "mysql://", "postgres://", 1), sb.TargetURL, relay),
