@@ -18,9 +18,9 @@
 //   - then what reading the target's own data adds (probe.go): each row
 //     change pays the extra time of a lookup on the data over one on the
 //     cached sample, and the capacity is the two capacities, the sample's
-//     and the reads' (half the probe's overlap: a page read for a change
-//     is also a page written back), weighed by their shares of a 32-row
-//     body's time.
+//     and the reads' (half of what the probe's overlap adds to one read at
+//     a time: a page read for a change is also a page written back; see
+//     writeBackOverlap), weighed by their shares of a 32-row body's time.
 //
 // Example: on a 2-core host, if one connection applies 1000 bodies a second
 // and 8 connections at once 1400, the capacity is 1.4: 8 workers can make
@@ -287,9 +287,10 @@ func (c *Calibration) costModel() CostModel {
 	m := CostModel{Commit: us(c.CommitUS), Txn: us(txn), Row: us(row), KiB: us(kib), Capacity: capacity}
 	if c.ProbeTables > 0 {
 		// A row change also reads its page: a body of 32 changes is the
-		// sample's body and 32 of the probe's reads, which overlap as the
-		// probe's did from as many connections (capacityAt). The rest of
-		// a body overlaps as the sample's.
+		// sample's body and 32 of the probe's reads, which overlap half as
+		// much more than one at a time as the probe's did from as many
+		// connections (capacityAt). The rest of a body overlaps as the
+		// sample's.
 		read := max(0, (c.ProbeUS-c.CachedProbeUS)/probeLookups)
 		body, reads := c.ManyRowsUS, calibrateRows*read
 		if body+reads > 0 {

@@ -15,9 +15,10 @@
 // Example: if 32 lookups on the data take 3.2 ms and 32 on the scratch
 // table 0.2 ms, a row change costs 94µs more than the sample says; if
 // 8 connections do 3.5 times the lookups a second of one, the reads of
-// row changes overlap 1.75 at once (each page they read is also written
-// back, dirty), and the model's capacity moves toward 1.75 with the share
-// of the row cost that is reading.
+// row changes overlap 2.25 at once from 8 workers (half of the 2.5 extra:
+// each page they read is also written back, dirty), and the model's
+// capacity moves toward 2.25 with the share of the row cost that is
+// reading.
 //
 // Invariant: the probe only runs SELECTs, on tables the calibration user
 // can read; a target without such tables (or without the privilege) is

@@ -66,9 +66,21 @@ func (m CostModel) capacityAt(workers int) float64 {
 		return m.Capacity
 	}
 	inFlight := float64(min(workers, m.ReadConnections)) / float64(m.ReadConnections)
-	reads := max(1, 1+(m.ReadOverlap-1)*inFlight)
+	reads := max(1, 1+(m.ReadOverlap-1)*inFlight*writeBackOverlap)
 	return 1 / ((1-m.ReadShare)/m.BodyCapacity + m.ReadShare/reads)
 }
+
+// writeBackOverlap is the part of the probe's extra overlap (over one read
+// at a time) that row changes get. The probe's lookups only read; a row
+// change's page is also written back once it is evicted dirty, so the
+// target's IO per change is about twice the probe's and its reads overlap
+// less. Measured on W7 and W7B (16 and 128 MB pools, 8 workers,
+// bench/results/2026-11-24-predict-w7-0c413f0.md): with the whole overlap
+// the model predicted 1.88 and 2.15 where gapless measured 1.48 and 1.52;
+// half of it gives about 1.5 and 1.7. An earlier model took half the
+// overlap itself (probe ratio 2.75: 1.375, against 1.875 now), which
+// predicted 1.13-1.20 where W7 measured 1.46-1.68.
+const writeBackOverlap = 0.5
 
 // DefaultCostModel was measured on a 2-core VM with a sandbox target
 // (innodb_flush_log_at_trx_commit=2, sync_binlog=0, loopback): gapless
