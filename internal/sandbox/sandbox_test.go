@@ -287,3 +287,22 @@ func TestStartServerMovesOffATakenPort(t *testing.T) {
 		}
 	}
 }
+
+// A server that starts but cannot be set up (here --skip-grant-tables,
+// which refuses CREATE USER, as a mysql-test case's options may) is not
+// left running: the error is the caller's only handle on it.
+func TestStartServerStopsAServerItCannotSetUp(t *testing.T) {
+	RequireMariaDB(t)
+	s, err := newServer(ServerConfig{Name: "nogrants", Dir: t.TempDir(), Extra: []string{"skip-grant-tables"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill() })
+	err = s.Start(context.Background())
+	if err == nil {
+		t.Fatal("started a server with skip-grant-tables, whose accounts cannot be made")
+	}
+	if pid, running := s.runningPid(); running {
+		t.Errorf("the server (pid %d) still runs after its start failed: %v", pid, err)
+	}
+}

@@ -226,7 +226,14 @@ func (s *Server) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	return s.ensureAccounts(ctx)
+	if err := s.ensureAccounts(ctx); err != nil {
+		// A server this call started and cannot set up (a test's
+		// --skip-grant-tables refuses CREATE USER) is not left running
+		// with nobody to stop it.
+		_ = s.Kill()
+		return err
+	}
+	return nil
 }
 
 var errPortTaken = errors.New("port already in use")
