@@ -27,10 +27,10 @@ demo: deps build
 # (under an hour); bench-quick: W1 and W2 at 150 000 transactions, five
 # contenders, one run (under 10 minutes). Extra flags: make bench BENCH_FLAGS=--fast
 bench: deps build
-	BENCH_COMMAND="make bench $(BENCH_FLAGS)" $(GO) run ./bench $(BENCH_FLAGS)
+	BENCH_COMMAND="make bench$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" $(GO) run ./bench $(BENCH_FLAGS)
 
 bench-quick: deps build
-	BENCH_COMMAND="make bench-quick $(BENCH_FLAGS)" $(GO) run ./bench --quick $(BENCH_FLAGS)
+	BENCH_COMMAND="make bench-quick$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" $(GO) run ./bench --quick $(BENCH_FLAGS)
 
 # mysql-test cases replayed by MariaDB's replica and by gapless (conformance/):
 # every shipped list, or LIST=conformance/lists/short.txt; each list writes
