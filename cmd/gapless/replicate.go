@@ -187,19 +187,11 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 			return err
 		}
 	}
-	// An empty position given is refused: --until "" would otherwise run
-	// on for ever instead of stopping where the caller meant it to.
-	if f.untilGiven && strings.TrimSpace(f.until) == "" {
-		return fmt.Errorf("--until is empty: give a GTID position (e.g. 0-1-51253), or leave the flag out to run until stopped")
-	}
-	if f.startGiven && strings.TrimSpace(f.start) == "" {
-		return fmt.Errorf("--start-position is empty: give a GTID position (e.g. 0-1-51253), or leave the flag out")
-	}
-	until, err := parseOptionalPosition("--until", f.until)
+	until, err := parseOptionalPosition("--until", f.until, f.untilGiven)
 	if err != nil {
 		return err
 	}
-	start, err := parseOptionalPosition("--start-position", f.start)
+	start, err := parseOptionalPosition("--start-position", f.start, f.startGiven)
 	if err != nil {
 		return err
 	}
@@ -379,7 +371,12 @@ func emptyAsNone(s string) string {
 	return s
 }
 
-func parseOptionalPosition(flag, s string) (*gtid.MariaDBPosition, error) {
+func parseOptionalPosition(flag, s string, given bool) (*gtid.MariaDBPosition, error) {
+	if given && strings.TrimSpace(s) == "" {
+		// Given empty (a shell variable that held nothing): --until "" would
+		// otherwise run on for ever instead of stopping where it was meant to.
+		return nil, fmt.Errorf("%s is empty: give a GTID position (e.g. 0-1-51253), or leave the flag out", flag)
+	}
 	if s == "" {
 		return nil, nil
 	}
