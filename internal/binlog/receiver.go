@@ -165,12 +165,13 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 		return r.classify(err, from, loggedIn)
 	}
 	defer d.close()
-	// Groups are buffered (relay.Buffer) while the source's bytes are at
+	// Events are buffered (relay.AddEvent) while the source's bytes are at
 	// hand, and written before the dump reads the socket again, which may
-	// wait: a busy stream costs a write per read, not per group.
+	// wait: a busy stream costs a write per read, not per group. A group the
+	// connection loses midway is cut off again.
 	d.guard.beforeRead = r.relay.Flush
 	defer func() {
-		if ferr := r.relay.Flush(); ferr != nil && ctx.Err() == nil {
+		if ferr := errors.Join(r.relay.AbandonGroup(), r.relay.Flush()); ferr != nil && ctx.Err() == nil {
 			err = &relayError{ferr}
 		}
 	}()
@@ -180,9 +181,6 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 		format  []byte
 		cutter  = newCutter()
 		groups  groupTracker
-		group   []byte // the open group's events, one after the other
-		ends    []int  // where each of them ends in group
-		events  [][]byte
 		current gtid.MariaDBGTID
 	)
 	for {
@@ -220,25 +218,16 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 		case cutInside:
 			if g, ok := ev.Event.(*replication.MariadbGTIDEvent); ok {
 				current = mariaDBGTID(g)
-				group, ends = group[:0], ends[:0]
 			}
-			group = append(group, ev.RawData...)
-			ends = append(ends, len(group))
-		case cutComplete:
-			group = append(group, ev.RawData...)
-			ends = append(ends, len(group))
-			events = events[:0]
-			at := 0
-			for _, end := range ends {
-				events = append(events, group[at:end])
-				at = end
-			}
-			if err := r.relay.Buffer(events, current); err != nil {
+			if err := r.relay.AddEvent(ev.RawData); err != nil {
 				return &relayError{err}
 			}
-			group, ends = group[:0], ends[:0]
-			if cap(group) > 16<<20 {
-				group = nil // a large group's buffer is not kept
+		case cutComplete:
+			if err := r.relay.AddEvent(ev.RawData); err != nil {
+				return &relayError{err}
+			}
+			if err := r.relay.EndGroup(current); err != nil {
+				return &relayError{err}
 			}
 			r.received.Add(1)
 			r.lastSource.Store(int64(ev.Header.Timestamp))

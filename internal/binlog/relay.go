@@ -113,10 +113,16 @@ type RelayLog struct {
 	addChecksum bool
 	end         gtid.MariaDBPosition
 	lastSync    time.Time
-	// buf holds the groups Buffer took and Flush has not written yet, in
-	// segment format; buffered are their GTIDs.
+	// buf holds the events AddEvent took and Flush has not written yet, in
+	// segment format; buffered are the GTIDs of the groups they complete.
 	buf      []byte
 	buffered []gtid.MariaDBGTID
+	// written is how many bytes of the active segment are on disk: more
+	// than activeSize while the open group (open) is too large to hold, its
+	// first events written, not yet readable. whole is where the last
+	// complete group ends, on disk or in buf.
+	written, whole int64
+	open           bool
 }
 
 // OpenRelay opens (creating if needed) the relay log in opts.Dir and recovers
@@ -577,7 +583,7 @@ func (l *RelayLog) Reset(start gtid.MariaDBPosition) error {
 	}
 	removeSegments(l.segments)
 	l.segments = nil
-	l.buf, l.buffered = l.buf[:0], l.buffered[:0]
+	l.buf, l.buffered, l.open = l.buf[:0], l.buffered[:0], false
 	l.end = start.Clone()
 	l.notifyLocked()
 	return nil
@@ -591,6 +597,9 @@ func (l *RelayLog) notifyLocked() {
 // BeginSession starts a new segment under the source's format description
 // event; the receiver calls it once per connection, before appending.
 func (l *RelayLog) BeginSession(format []byte) error {
+	if err := l.AbandonGroup(); err != nil {
+		return err
+	}
 	if err := l.Flush(); err != nil {
 		return err
 	}
@@ -659,6 +668,7 @@ func (l *RelayLog) rotateLocked(format []byte) error {
 	syncDir(l.opts.Dir)
 	l.active = f
 	l.activeSize = int64(len(head))
+	l.written, l.whole = l.activeSize, l.activeSize
 	l.segments = append(l.segments, segment{number: next, path: path, start: l.end.Clone()})
 	l.lastSync = time.Now()
 	l.notifyLocked()
@@ -681,28 +691,53 @@ func (l *RelayLog) Append(events [][]byte, id gtid.MariaDBGTID) error {
 	return l.Flush()
 }
 
-// flushSize is how many bytes of groups Buffer holds before it writes them
-// without waiting for Flush.
+// flushSize is how many bytes of events the relay log holds before it
+// writes them without waiting for Flush.
 const flushSize = 256 << 10
 
 // Buffer adds one whole group (raw events, GTID event first) to the groups
-// waiting to be written; they reach the segment, its readers and the end
-// position together, at the next Flush, or as soon as they hold flushSize
-// bytes. A writer that buffers calls Flush before it waits for more: a
-// group is never held back for the next one to arrive.
+// waiting to be written, as AddEvent and EndGroup do.
 func (l *RelayLog) Buffer(events [][]byte, id gtid.MariaDBGTID) error {
+	for _, ev := range events {
+		if err := l.AddEvent(ev); err != nil {
+			return err
+		}
+	}
+	return l.EndGroup(id)
+}
+
+// AddEvent adds one event of the open group (the first opens it). Events
+// reach the segment at the next Flush, or as soon as flushSize bytes wait, so
+// a group of any size costs flushSize bytes of memory here; readers see none
+// of a group before its last event (EndGroup) is written. A writer that
+// buffers calls Flush before it waits for more: a group is never held back
+// for the next one to arrive.
+func (l *RelayLog) AddEvent(ev []byte) error {
 	l.mu.Lock()
 	if l.active == nil {
 		l.mu.Unlock()
 		return errors.New("relay log: append before BeginSession")
 	}
-	for _, ev := range events {
-		if l.addChecksum {
-			l.buf = appendWithChecksum(l.buf, ev)
-		} else {
-			l.buf = append(l.buf, ev...)
-		}
+	l.open = true
+	if l.addChecksum {
+		l.buf = appendWithChecksum(l.buf, ev)
+	} else {
+		l.buf = append(l.buf, ev...)
 	}
+	full := len(l.buf) >= flushSize
+	l.mu.Unlock()
+	if full {
+		return l.Flush()
+	}
+	return nil
+}
+
+// EndGroup closes the open group, whose GTID is id: it becomes readable, and
+// the end position passes it, at the next Flush.
+func (l *RelayLog) EndGroup(id gtid.MariaDBGTID) error {
+	l.mu.Lock()
+	l.open = false
+	l.whole = l.written + int64(len(l.buf))
 	l.buffered = append(l.buffered, id)
 	full := len(l.buf) >= flushSize
 	l.mu.Unlock()
@@ -712,11 +747,36 @@ func (l *RelayLog) Buffer(events [][]byte, id gtid.MariaDBGTID) error {
 	return nil
 }
 
-// Flush writes the buffered groups in one write and advances the end
-// position past them.
+// AbandonGroup forgets the open group's events (the connection was lost
+// inside it; the next session fetches it whole): those still buffered, and
+// those already written, which are cut off the segment.
+func (l *RelayLog) AbandonGroup() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.open {
+		return nil
+	}
+	l.open = false
+	if keep := l.whole - l.written; keep >= 0 {
+		l.buf = l.buf[:keep]
+		return nil
+	}
+	l.buf = l.buf[:0]
+	if err := l.active.Truncate(l.whole); err != nil {
+		return fmt.Errorf("relay log: cut an unfinished group off %s: %w", l.segments[len(l.segments)-1].path, err)
+	}
+	if _, err := l.active.Seek(l.whole, io.SeekStart); err != nil {
+		return fmt.Errorf("relay log: cut an unfinished group off %s: %w", l.segments[len(l.segments)-1].path, err)
+	}
+	l.written = l.whole
+	return nil
+}
+
+// Flush writes the buffered events in one write and advances the end
+// position past the groups they complete.
 func (l *RelayLog) Flush() error {
 	l.mu.Lock()
-	if len(l.buffered) == 0 {
+	if len(l.buf) == 0 && len(l.buffered) == 0 {
 		l.mu.Unlock()
 		return nil
 	}
@@ -724,11 +784,11 @@ func (l *RelayLog) Flush() error {
 		l.mu.Unlock()
 		return errors.New("relay log: flush without a segment")
 	}
-	written := int64(len(l.buf))
 	_, err := l.active.Write(l.buf)
+	l.written += int64(len(l.buf))
 	l.buf = l.buf[:0]
 	if cap(l.buf) > 4*flushSize {
-		l.buf = nil // a large group's buffer is not kept
+		l.buf = nil // a large event's buffer is not kept
 	}
 	ids := l.buffered
 	l.buffered = l.buffered[:0]
@@ -736,12 +796,17 @@ func (l *RelayLog) Flush() error {
 		l.mu.Unlock()
 		return fmt.Errorf("relay log: write %s: %w", l.segments[len(l.segments)-1].path, err)
 	}
-	l.activeSize += written
+	if len(ids) == 0 {
+		// Only the first events of a large group: nothing new to read.
+		l.mu.Unlock()
+		return nil
+	}
+	l.activeSize = l.whole
 	for _, id := range ids {
 		l.end.Advance(id)
 	}
 	var syncNow *os.File
-	if l.activeSize >= l.opts.SegmentSize {
+	if l.activeSize >= l.opts.SegmentSize && !l.open {
 		if err := l.rotateLocked(l.format); err != nil {
 			l.mu.Unlock()
 			return err
@@ -763,7 +828,7 @@ func (l *RelayLog) Flush() error {
 
 // Close writes what is buffered, syncs and closes the active segment.
 func (l *RelayLog) Close() error {
-	flushErr := l.Flush()
+	flushErr := errors.Join(l.AbandonGroup(), l.Flush())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.active == nil {
