@@ -44,6 +44,36 @@ type Decoder struct {
 	Skip func(gtid.MariaDBGTID) bool
 	// skipping is why the open group is being passed; nil when it is not.
 	skipping error
+	// rowsLeft: the open group grew past decodeRowsUpTo, and its rows are
+	// no longer decoded (leaveRows).
+	rowsLeft bool
+}
+
+// decodeRowsUpTo is the size past which a transaction's rows are left
+// undecoded. Decoded rows take one to two times their events' bytes again,
+// and they only serve to find which rows a transaction writes; a transaction
+// this large conflicts with nearly everything anyway. Left undecoded
+// (OpaqueRows), it is scheduled by the tables it writes, and applies as
+// before: the target decodes its events.
+const decodeRowsUpTo = 16 << 20
+
+// errLargeTransaction is the Undecoded of the row events of a transaction
+// larger than decodeRowsUpTo.
+var errLargeTransaction = fmt.Errorf("rows not decoded: the transaction is larger than %d MiB", decodeRowsUpTo>>20)
+
+// leaveRows stops decoding the open transaction's rows: those decoded so
+// far are dropped, the rest are read with their headers only.
+func (d *Decoder) leaveRows(txn *Transaction) {
+	for i := range txn.Events {
+		ev := &txn.Events[i]
+		if re, ok := ev.Data.(*replication.RowsEvent); ok && ev.Undecoded == nil {
+			re.Rows, re.SkippedColumns = nil, nil
+			ev.Undecoded = errLargeTransaction
+		}
+	}
+	txn.OpaqueRows = true
+	d.reader.HeadersOnly(errLargeTransaction)
+	d.rowsLeft = true
 }
 
 // NewDecoder decodes the relay log from its start, skipping every group that
@@ -169,6 +199,9 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Trans
 	}
 	if d.skipping == nil {
 		d.txn.add(ev, undecoded)
+		if d.txn.Size > decodeRowsUpTo && !d.rowsLeft {
+			d.leaveRows(d.txn)
+		}
 	}
 	if cut == cutComplete && single && d.txn.Flavor == FlavorMySQL {
 		// A MySQL group without BEGIN is one DDL statement.
@@ -178,6 +211,10 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Trans
 		return nil, nil
 	}
 	txn, d.txn = d.txn, nil
+	if d.rowsLeft {
+		d.reader.HeadersOnly(nil)
+		d.rowsLeft = false
+	}
 	if d.skipping != nil {
 		// Passed at the user's word (--skip-gtid): nothing of it reaches the target.
 		txn.Events, txn.Filtered, txn.OpaqueRows = nil, true, false

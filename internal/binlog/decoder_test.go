@@ -372,3 +372,52 @@ func TestDecoderRealBinlog(t *testing.T) {
 		t.Errorf("after 0-1-4,1-1-2 the decoder returned %d transactions", len(got))
 	}
 }
+
+// TestDecoderLeavesTheRowsOfLargeTransactions: a transaction larger than
+// decodeRowsUpTo comes out with every event whole but no row decoded
+// (OpaqueRows, each row event's Undecoded saying why); the transactions
+// around it have their rows.
+func TestDecoderLeavesTheRowsOfLargeTransactions(t *testing.T) {
+	e := newEncoder()
+	format := e.format()
+	small := makeGroups(e, 2, map[uint32]uint64{})
+	big := bigTxn(e, 10, decodeRowsUpTo/8000+100)
+	after := makeGroups(e, 2, map[uint32]uint64{0: 20, 1: 20})
+	l := openTestRelay(t, t.TempDir(), 0)
+	if err := l.BeginSession(format); err != nil {
+		t.Fatal(err)
+	}
+	appendGroups(t, l, small)
+	appendGroups(t, l, []testGroup{big})
+	appendGroups(t, l, after)
+	txns := decodeAll(t, l, gtid.MariaDBPosition{})
+	if len(txns) != 5 {
+		t.Fatalf("decoded %d transactions, want 5", len(txns))
+	}
+	for i, txn := range txns {
+		large := i == 2
+		if txn.Size <= decodeRowsUpTo == large || txn.OpaqueRows != large {
+			t.Errorf("%s: %d bytes, OpaqueRows %v", txn, txn.Size, txn.OpaqueRows)
+		}
+		rowEvents := 0
+		for _, ev := range txn.Events {
+			re, ok := ev.Data.(*replication.RowsEvent)
+			if !ok {
+				continue
+			}
+			rowEvents++
+			if large && (len(re.Rows) != 0 || !errors.Is(ev.Undecoded, errLargeTransaction) || re.Table == nil) {
+				t.Fatalf("%s: a row event with %d rows, table %v, Undecoded %v; want its header only", txn, len(re.Rows), re.Table, ev.Undecoded)
+			}
+			if !large && (len(re.Rows) == 0 || ev.Undecoded != nil) {
+				t.Fatalf("%s: a row event with %d rows, Undecoded %v; want them decoded", txn, len(re.Rows), ev.Undecoded)
+			}
+		}
+		if large {
+			checkTxnEvents(t, txn, big.events, format)
+			if rowEvents != (len(big.events)-2)/2 {
+				t.Errorf("%s: %d row events, want %d", txn, rowEvents, (len(big.events)-2)/2)
+			}
+		}
+	}
+}

@@ -899,6 +899,8 @@ type RelayReader struct {
 	// rows are not decoded (nil when they are, or it is no row event).
 	last      int64
 	undecoded error
+	// headersOnly, when set, is why row events are read without their rows.
+	headersOnly error
 	// ahead holds the segment's bytes from aheadAt on, read in large pieces
 	// so that an event costs no system call of its own. The events returned
 	// point into it, so its bytes are never written twice: a piece grows
@@ -957,12 +959,21 @@ func (l *RelayLog) NewReader() *RelayReader {
 	// are what the policies use.
 	r.parser.SetTableMapOptionalMetaDecodeFunc(func([]byte) error { return nil })
 	r.parser.SetRowsEventDecodeFunc(func(re *replication.RowsEvent, body []byte) error {
+		if r.headersOnly != nil {
+			_, err := re.DecodeHeader(body)
+			r.undecoded = r.headersOnly
+			return err
+		}
 		undecoded, err := DecodeRowsOrKeepHeader(re, body)
 		r.undecoded = undecoded
 		return err
 	})
 	return r
 }
+
+// HeadersOnly makes the reader leave the rows of the row events it returns
+// undecoded, with why as their Undecoded, until it is called with nil.
+func (r *RelayReader) HeadersOnly(why error) { r.headersOnly = why }
 
 // Undecoded says why the rows of the event Next returned last are not
 // decoded; nil when they are, or when it is no row event.
