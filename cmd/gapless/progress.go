@@ -43,10 +43,43 @@ func formatProgress(p apply.Progress, until *gtid.MariaDBPosition, now time.Time
 	} else {
 		line += fmt.Sprintf("  workers busy %d/%d", busy, len(p.Workers))
 	}
+	if w, ok := longJob(p.Workers, now); ok {
+		line += fmt.Sprintf("  %s %s (%s) for %s", w.State, w.GTID, byteSize(w.Bytes), now.Sub(w.Since).Round(time.Second))
+	}
 	if unseen := unseenDomains(until, p.Received, p.Position); len(unseen) > 0 {
 		line += "  --until waits for " + domainList(unseen) + ", which the source has not written"
 	}
 	return line
+}
+
+// longAfter is how long one worker may stay in one state on one job before
+// the progress line names it: a large transaction, a long lock wait or DDL,
+// whose counters stand still meanwhile.
+const longAfter = 5 * time.Second
+
+// longJob returns the busy worker that has been longest in its state, when
+// that is longAfter or more.
+func longJob(workers []apply.WorkerStatus, now time.Time) (apply.WorkerStatus, bool) {
+	var long apply.WorkerStatus
+	for _, w := range workers {
+		if w.State != apply.StateIdle && w.GTID != "" && now.Sub(w.Since) >= longAfter && (long.GTID == "" || w.Since.Before(long.Since)) {
+			long = w
+		}
+	}
+	return long, long.GTID != ""
+}
+
+// byteSize prints n bytes in the largest unit that keeps a whole number.
+func byteSize(n int) string {
+	switch {
+	case n >= 10<<30:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 10<<20:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 10<<10:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // since prints a moment of today and how long ago it was.

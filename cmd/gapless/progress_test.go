@@ -62,3 +62,24 @@ func TestProgressUntilUnseenDomain(t *testing.T) {
 		t.Errorf("once domain 7 is received, progress still says %q", line)
 	}
 }
+
+// TestProgressNamesALongJob: a worker that has been applying one job for a
+// while (a large transaction, a long DDL) is named with its size and time,
+// since the counters stand still meanwhile; short jobs are not named.
+func TestProgressNamesALongJob(t *testing.T) {
+	now := time.Date(2026, 11, 24, 10, 0, 42, 0, time.Local)
+	workers := []apply.WorkerStatus{
+		{Slot: 0, State: apply.StateApplying, GTID: "0-1-7", Bytes: 3 << 10, Since: now.Add(-time.Second)},
+		{Slot: 1, State: apply.StateApplying, GTID: "0-1-4", Bytes: 540 << 20, Since: now.Add(-12 * time.Second)},
+		{Slot: 2, State: apply.StateWaitingCommit, GTID: "0-1-5", Bytes: 1 << 10, Since: now.Add(-6 * time.Second)},
+		{Slot: 3, State: apply.StateIdle, Since: now.Add(-time.Hour)},
+	}
+	line := formatProgress(apply.Progress{Applied: 3, Workers: workers}, nil, now)
+	if want := "applying 0-1-4 (540 MiB) for 12s"; !strings.Contains(line, want) {
+		t.Errorf("%q lacks %q", line, want)
+	}
+	line = formatProgress(apply.Progress{Applied: 3, Workers: workers[:1]}, nil, now)
+	if strings.Contains(line, "0-1-7") {
+		t.Errorf("%q names a job of one second", line)
+	}
+}

@@ -49,6 +49,7 @@ type WorkerStatus struct {
 	Slot  int
 	State WorkerState
 	GTID  string // the transaction it holds, "" when idle
+	Bytes int    // the binlog bytes of the transactions it holds
 	Since time.Time
 }
 
@@ -127,10 +128,13 @@ func (w *worker) setState(s WorkerState, j *job) {
 	w.spent[w.status.State] += now.Sub(w.status.Since)
 	w.status.State = s
 	w.status.Since = now
-	w.status.GTID = ""
+	w.status.GTID, w.status.Bytes = "", 0
 	w.gi = 0
 	w.held = j
 	if j != nil {
+		for _, txn := range j.txns {
+			w.status.Bytes += txn.Size
+		}
 		w.status.GTID = j.lastTxn().GTID()
 		if len(j.txns) > 1 {
 			w.status.GTID = j.txns[0].GTID() + ".." + w.status.GTID
