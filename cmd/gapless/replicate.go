@@ -409,16 +409,16 @@ func checkStartPosition(ctx context.Context, db *sql.DB, stream string, start *g
 
 // checkSource refuses a source gapless cannot replicate from, with the reason.
 func checkSource(ctx context.Context, db *sql.DB, cfg dburl.Config) error {
-	var version string
-	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+	flavor, version, err := binlog.ServerFlavor(ctx, db)
+	if err != nil {
 		return fmt.Errorf("source %s: %w", cfg.Addr(), err)
 	}
-	if !strings.Contains(strings.ToLower(version), "mariadb") {
+	if flavor != binlog.FlavorMariaDB {
 		return fmt.Errorf("source %s runs %s: only MariaDB sources are replicated so far", cfg.Addr(), version)
 	}
 	var logBin int
 	var format, rowImage string
-	err := db.QueryRowContext(ctx, "SELECT @@log_bin, @@binlog_format, @@binlog_row_image").Scan(&logBin, &format, &rowImage)
+	err = db.QueryRowContext(ctx, "SELECT @@log_bin, @@binlog_format, @@binlog_row_image").Scan(&logBin, &format, &rowImage)
 	if err != nil {
 		return fmt.Errorf("source %s: read binlog settings: %w", cfg.Addr(), err)
 	}

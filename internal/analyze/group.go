@@ -16,7 +16,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"strings"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 
@@ -159,12 +158,9 @@ func parseFormat(ev rawEvent) (*formatDesc, error) {
 	if err := fde.Decode(ev.data[replication.EventHeaderSize:]); err != nil {
 		return nil, fmt.Errorf("%s: format description event at byte %d: %w", ev.file, ev.pos, err)
 	}
-	f := &formatDesc{raw: ev.data, flavor: binlog.FlavorMySQL, version: fde.ServerVersion}
+	f := &formatDesc{raw: ev.data, flavor: binlog.FormatFlavor(fde), version: fde.ServerVersion}
 	if fde.ChecksumAlgorithm == replication.BINLOG_CHECKSUM_ALG_CRC32 {
 		f.checksum = replication.BinlogChecksumLength
-	}
-	if strings.Contains(strings.ToLower(fde.ServerVersion), "mariadb") {
-		f.flavor = binlog.FlavorMariaDB
 	}
 	return f, nil
 }

@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -52,12 +51,12 @@ func Source(ctx context.Context, cfg SourceConfig, opts Options) (*Report, error
 	if _, err := conn.TLS(); err != nil {
 		return nil, fmt.Errorf("source: %w", err)
 	}
-	var version string
-	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+	server, _, err := binlog.ServerFlavor(ctx, db)
+	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", conn.Addr(), err)
 	}
 	flavor := mysql.MySQLFlavor
-	if strings.Contains(strings.ToLower(version), "mariadb") {
+	if server == binlog.FlavorMariaDB {
 		flavor = mysql.MariaDBFlavor
 	}
 	end, err := binlogEnd(ctx, db)
