@@ -138,6 +138,32 @@ func (s *Session) adminOf(roles []string) ([]string, error) {
 	return stmts, nil
 }
 
+// grantStatements write the account that runs them into the Grantor
+// column of mysql.tables_priv, procs_priv and proxies_priv.
+var grantStatements = [][]string{{"GRANT"}, {"REVOKE"}}
+
+// grantorOf puts the invoker the source logged for a GRANT or REVOKE where
+// the target wrote the apply session as the grantor, outside the binlog: on
+// the primary, and on MariaDB's replica, the grantor is the invoker. The
+// server writes a grantor as the account's user name and the host the
+// session came from (USER()'s host, not CURRENT_USER()'s). Every row the
+// apply session stands as grantor of, gapless wrote so.
+func (s *Session) grantorOf(text string, st *binlog.SessionState) []string {
+	if st == nil || !st.HasInvoker || st.InvokerUser == "" || st.InvokerHost == "" || !startsWith(sqlTokens(text), grantStatements) {
+		return nil
+	}
+	invoker := sqltext.Literal(st.InvokerUser + "@" + st.InvokerHost)
+	const self = "CONCAT(SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '@', SUBSTRING_INDEX(USER(), '@', -1))"
+	stmts := []string{"SET @@session.sql_log_bin=0"}
+	for _, table := range []string{"tables_priv", "procs_priv", "proxies_priv"} {
+		stmts = append(stmts, fmt.Sprintf("UPDATE mysql.%s SET Grantor=%s WHERE Grantor=%s", table, invoker, self))
+	}
+	if s.opts.WriteBinlog {
+		stmts = append(stmts, "SET @@session.sql_log_bin=1")
+	}
+	return stmts
+}
+
 // sqlToken is a word or a punctuation mark of a statement, outside quotes
 // and comments, with its place in the text.
 type sqlToken struct {

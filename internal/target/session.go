@@ -915,6 +915,7 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 				}
 				body = append(body, admin...)
 			}
+			body = append(body, s.grantorOf(text, &state)...)
 			ddlRan = txn.Has(binlog.FlagDDL)
 		case *replication.GenericEvent:
 			switch ev.Header.EventType {
