@@ -41,6 +41,26 @@ func (b *byteBudget) take(ctx context.Context, n int64) error {
 	}
 }
 
+// room waits until less than the whole budget is held: a transaction
+// larger than the budget, held alone, keeps the next one from being read
+// until it is applied, so that two such are never in memory at once.
+func (b *byteBudget) room(ctx context.Context) error {
+	for {
+		b.mu.Lock()
+		if b.used < b.limit {
+			b.mu.Unlock()
+			return nil
+		}
+		changed := b.changed
+		b.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // give returns n bytes.
 func (b *byteBudget) give(n int64) {
 	b.mu.Lock()

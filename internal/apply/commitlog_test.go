@@ -100,7 +100,20 @@ func TestByteBudget(t *testing.T) {
 	if err := b.take(ctx, 60); err != nil {
 		t.Fatal(err)
 	}
+	if err := b.room(ctx); err != nil {
+		t.Fatalf("room with 60 of 100 bytes held: %v", err)
+	}
 	if err := b.take(ctx, 40); err != nil {
+		t.Fatal(err)
+	}
+	// The whole budget held: the next transaction is not read until some is given back.
+	short2, cancel2 := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel2()
+	if err := b.room(short2); err == nil {
+		t.Fatal("room while the whole budget is held")
+	}
+	b.give(40)
+	if err := b.room(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

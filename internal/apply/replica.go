@@ -328,6 +328,10 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	go func() {
 		defer close(txns)
 		for {
+			if err := budget.room(pipeCtx); err != nil {
+				decErr <- err
+				return
+			}
 			txn, err := decoder.Next(pipeCtx)
 			if err != nil {
 				decErr <- err
