@@ -1,3 +1,6 @@
+// flavor.go tells MariaDB from MySQL, asking a server or reading a format
+// description event. A version string alone can mislead: mysql-test starts
+// servers with a --version of its own (10.5.99), without "MariaDB" in it.
 package binlog
 
 import (

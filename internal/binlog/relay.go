@@ -8,8 +8,11 @@
 //	magic | format description (the source's) | GTID list | whole groups ... | rotate
 //
 // Invariants:
-//   - a segment holds only whole event groups; the writer appends a group in
-//     one write, and recovery cuts a torn tail back to the last whole group;
+//   - readers see only whole event groups: a group is written as its events
+//     arrive (a large one in several writes, never held whole in memory), but
+//     the readable end moves past it only once its last event is written; a
+//     group the connection loses midway is cut off the segment again, and
+//     recovery cuts a torn tail back to the last whole group;
 //   - the GTID list event of a segment is the position just before its first
 //     group, and equals the position after the previous segment's last group,
 //     so the relay log is one gap-less run of the source's history
