@@ -35,3 +35,23 @@ func TestAsInvoker(t *testing.T) {
 		}
 	}
 }
+
+func TestCreatedRoutine(t *testing.T) {
+	for _, tc := range []struct {
+		in, db, kind, routineDB, name string
+		ok                            bool
+	}{
+		{"CREATE DEFINER=`userTest`@`localhost` PROCEDURE `testProc`()\nBEGIN\nSELECT 1;\nEND", "test", "PROCEDURE", "test", "testProc", true},
+		{"CREATE OR REPLACE DEFINER=`a`@`%` FUNCTION IF NOT EXISTS `d 2`.`f``x`() RETURNS INT RETURN 1", "test", "FUNCTION", "d 2", "f`x", true},
+		{"create definer=root@localhost aggregate function agg(x INT) returns int begin return 1; end", "db1", "FUNCTION", "db1", "agg", true},
+		{"CREATE FUNCTION metaphon RETURNS STRING SONAME 'udf_example.so'", "test", "", "", "", false},
+		{"CREATE TABLE procedure_log (a INT)", "test", "", "", "", false},
+		{"CREATE DEFINER=`root`@`localhost` TRIGGER tr BEFORE INSERT ON t FOR EACH ROW CALL p()", "test", "", "", "", false},
+		{"CREATE PROCEDURE p()", "", "", "", "", false},
+	} {
+		kind, db, name, ok := createdRoutine(tc.in, tc.db)
+		if kind != tc.kind || db != tc.routineDB || name != tc.name || ok != tc.ok {
+			t.Errorf("createdRoutine(%q) = %q %q %q %v; want %q %q %q %v", tc.in, kind, db, name, ok, tc.kind, tc.routineDB, tc.name, tc.ok)
+		}
+	}
+}

@@ -916,6 +916,9 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 				body = append(body, admin...)
 			}
 			body = append(body, s.grantorOf(text, &state)...)
+			if e.ErrorCode == 0 {
+				body = append(body, s.routineGrant(text, string(e.Schema), &state)...)
+			}
 			ddlRan = txn.Has(binlog.FlagDDL)
 		case *replication.GenericEvent:
 			switch ev.Header.EventType {
