@@ -191,44 +191,72 @@ type segmentScan struct {
 	err     error                // why the scan stopped early, if it did
 }
 
-// scanSegment reads a segment, checking every checksum, without decoding rows.
+// scanSegment reads a segment, checking every checksum, without decoding
+// rows. It reads one event at a time: a segment can hold one transaction of
+// many gigabytes.
 func scanSegment(path string) segmentScan {
 	var s segmentScan
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		s.err = err
 		return s
 	}
-	if len(data) < len(binlogMagic) || !bytes.Equal(data[:len(binlogMagic)], binlogMagic) {
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		s.err = err
+		return s
+	}
+	end := info.Size()
+	magic := make([]byte, len(binlogMagic))
+	if _, err := f.ReadAt(magic, 0); err != nil || !bytes.Equal(magic, binlogMagic) {
 		s.err = fmt.Errorf("%s: not a binlog file", path)
 		return s
 	}
-	if err := checkFormatEvent(data[len(binlogMagic):]); err != nil {
+	header := make([]byte, eventHeaderSize)
+	// event reads the event at off, or says how it is torn.
+	event := func(off int64) ([]byte, error) {
+		if end-off < eventHeaderSize {
+			return nil, fmt.Errorf("torn event header at byte %d", off)
+		}
+		if _, err := f.ReadAt(header, off); err != nil {
+			return nil, err
+		}
+		size := int64(binary.LittleEndian.Uint32(header[9:]))
+		if size < eventHeaderSize || off+size > end {
+			return nil, fmt.Errorf("torn event at byte %d", off)
+		}
+		raw := make([]byte, size)
+		if _, err := f.ReadAt(raw, off); err != nil {
+			return nil, err
+		}
+		return raw, nil
+	}
+	fde, err := event(int64(len(binlogMagic)))
+	if err == nil {
+		err = checkFormatEvent(fde)
+	}
+	if err != nil {
 		s.err = fmt.Errorf("%s: %w", path, err)
 		return s
 	}
 	parser := newRelayParser(false)
-	fdeSize := int(binary.LittleEndian.Uint32(data[len(binlogMagic)+9:]))
-	checksum := formatHasChecksum(data[len(binlogMagic) : len(binlogMagic)+fdeSize])
+	checksum := formatHasChecksum(fde)
 	var groups groupTracker
 	var pending gtid.MariaDBGTID
 	sawList := false
 	off := int64(len(binlogMagic))
-	for off < int64(len(data)) {
-		if int64(len(data))-off < eventHeaderSize {
-			s.err = fmt.Errorf("%s: torn event header at byte %d", path, off)
+	for off < end {
+		raw, err := event(off)
+		if err != nil {
+			s.err = fmt.Errorf("%s: %w", path, err)
 			break
 		}
-		size := int64(binary.LittleEndian.Uint32(data[off+9:]))
-		if size < eventHeaderSize || off+size > int64(len(data)) {
-			s.err = fmt.Errorf("%s: torn event at byte %d", path, off)
-			break
-		}
+		size := int64(len(raw))
 		if s.rotated {
 			s.err = fmt.Errorf("%s: bytes after the rotate event at byte %d", path, off)
 			break
 		}
-		raw := data[off : off+size]
 		if checksum && off > int64(len(binlogMagic)) && !checksumHolds(raw) {
 			s.err = fmt.Errorf("%s: event at byte %d has a bad checksum", path, off)
 			break
