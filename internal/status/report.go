@@ -55,6 +55,8 @@ type Worker struct {
 	WaitingFor   string   `json:"waiting_for,omitempty"`
 	On           []string `json:"on,omitempty"`
 	Transactions int      `json:"transactions,omitempty"`
+	// Bytes: the binlog bytes of the transactions it holds (running process only).
+	Bytes int `json:"bytes,omitempty"`
 }
 
 // Error is the error that stopped the run, without row values.

@@ -329,7 +329,7 @@ func (s *Server) Stream(window time.Duration) Stream {
 	st.LagSeconds, st.BehindTransactions = &lag, &behind
 	for _, w := range snap.Workers {
 		st.Workers = append(st.Workers, Worker{Slot: w.Slot, State: string(w.State), GTID: w.GTID, Since: w.Since.UTC(),
-			WaitingFor: w.WaitingFor, On: w.On, Transactions: w.Transactions})
+			WaitingFor: w.WaitingFor, On: w.On, Transactions: w.Transactions, Bytes: w.Bytes})
 	}
 	live.Applied, live.AppliedBytes, live.Filtered, live.TargetTransactions = snap.Applied, snap.AppliedBytes, snap.Filtered, snap.Batches
 	live.ReceivedTransactions, live.RelayLogBytes = snap.ReceivedTransactions, snap.RelayBytes
