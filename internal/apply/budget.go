@@ -24,30 +24,27 @@ func newByteBudget(limit int64) *byteBudget {
 
 // take waits until n bytes fit, or nothing else is held.
 func (b *byteBudget) take(ctx context.Context, n int64) error {
-	for {
-		b.mu.Lock()
+	return b.await(ctx, func() bool {
 		if b.used == 0 || b.used+n <= b.limit {
 			b.used += n
-			b.mu.Unlock()
-			return nil
+			return true
 		}
-		changed := b.changed
-		b.mu.Unlock()
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+		return false
+	})
 }
 
 // room waits until less than the whole budget is held: a transaction
 // larger than the budget, held alone, keeps the next one from being read
 // until it is applied, so that two such are never in memory at once.
 func (b *byteBudget) room(ctx context.Context) error {
+	return b.await(ctx, func() bool { return b.used < b.limit })
+}
+
+// await calls ready under the lock, again after every give, until it says yes.
+func (b *byteBudget) await(ctx context.Context, ready func() bool) error {
 	for {
 		b.mu.Lock()
-		if b.used < b.limit {
+		if ready() {
 			b.mu.Unlock()
 			return nil
 		}
