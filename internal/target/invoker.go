@@ -126,16 +126,12 @@ func (s *Session) adminOf(roles []string) ([]string, error) {
 	if at < 0 {
 		return nil, fmt.Errorf("cannot tell the apply user's account from CURRENT_USER() %q", s.applier)
 	}
-	stmts := []string{"SET @@session.sql_log_bin=0"}
+	var stmts []string
 	for _, role := range roles {
 		stmts = append(stmts, fmt.Sprintf("INSERT IGNORE INTO mysql.roles_mapping (Host, User, Role, Admin_option) VALUES (%s, %s, %s, %s)",
 			sqltext.Literal(s.applier[at+1:]), sqltext.Literal(s.applier[:at]), sqltext.Literal(role), sqltext.Literal("Y")))
 	}
-	stmts = append(stmts, "FLUSH PRIVILEGES")
-	if s.opts.WriteBinlog {
-		stmts = append(stmts, "SET @@session.sql_log_bin=1")
-	}
-	return stmts, nil
+	return s.outsideBinlog(append(stmts, "FLUSH PRIVILEGES")...), nil
 }
 
 // grantStatements write the account that runs them into the Grantor
@@ -156,14 +152,11 @@ func (s *Session) grantorOf(text string, st *binlog.SessionState) []string {
 		return nil
 	}
 	invoker := sqltext.Literal(st.InvokerUser + "@" + st.InvokerHost)
-	stmts := []string{"SET @@session.sql_log_bin=0"}
+	var stmts []string
 	for _, table := range []string{"tables_priv", "procs_priv", "proxies_priv"} {
 		stmts = append(stmts, tolerating(anyServerError, fmt.Sprintf("UPDATE mysql.%s SET Grantor=%s WHERE Grantor=%s", table, invoker, grantorSelf)))
 	}
-	if s.opts.WriteBinlog {
-		stmts = append(stmts, "SET @@session.sql_log_bin=1")
-	}
-	return stmts
+	return s.outsideBinlog(stmts...)
 }
 
 // routineGrant gives the creator of a stored procedure or function the
@@ -197,18 +190,13 @@ func (s *Session) routineGrant(text, db string, st *binlog.SessionState) []strin
 		sqltext.Literal(st.InvokerUser), sqltext.Literal(st.InvokerHost))
 	grant := fmt.Sprintf("GRANT EXECUTE, ALTER ROUTINE ON %s %s.%s TO %s@%s",
 		kind, quoteName(routineDB), quoteName(name), quoteString(st.InvokerUser), quoteString(st.InvokerHost))
-	stmts := []string{
-		"SET @@session.sql_log_bin=0",
+	return s.outsideBinlog(
 		"SET @gapless_routine_grant = 'DO 0'",
 		tolerating(anyServerError, fmt.Sprintf("SET @gapless_routine_grant = IF(@@global.automatic_sp_privileges AND %s AND %s < 2, %s, 'DO 0')", exists, held, sqltext.Literal(grant))),
 		tolerating(anyServerError, "EXECUTE IMMEDIATE @gapless_routine_grant"),
 		"SET @gapless_routine_grant = NULL",
 		tolerating(anyServerError, fmt.Sprintf("UPDATE mysql.procs_priv SET Grantor=%s WHERE Grantor=%s", sqltext.Literal(st.InvokerUser+"@"+st.InvokerHost), grantorSelf)),
-	}
-	if s.opts.WriteBinlog {
-		stmts = append(stmts, "SET @@session.sql_log_bin=1")
-	}
-	return stmts
+	)
 }
 
 // createdRoutine reads what a CREATE PROCEDURE or CREATE FUNCTION statement

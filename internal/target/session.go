@@ -1145,11 +1145,16 @@ func isWordByte(c byte) bool {
 // position rows no binlogged transaction ever writes (PositionInside), so
 // a replica of the target never meets an update of a row it lacks.
 func (s *Session) ownTransaction(checkpoint string) []string {
-	stmts := []string{beginStatement, checkpoint, "COMMIT"}
-	if s.opts.WriteBinlog {
-		stmts = append(append([]string{"SET @@session.sql_log_bin=0"}, stmts...), "SET @@session.sql_log_bin=1")
+	return s.outsideBinlog(beginStatement, checkpoint, "COMMIT")
+}
+
+// outsideBinlog runs stmts with the session's binlog off, when it is on
+// (WriteBinlog), and turns it on again after them.
+func (s *Session) outsideBinlog(stmts ...string) []string {
+	if !s.opts.WriteBinlog {
+		return stmts
 	}
-	return stmts
+	return append(append([]string{"SET @@session.sql_log_bin=0"}, stmts...), "SET @@session.sql_log_bin=1")
 }
 
 // PositionInside reports whether the position of a job of txns is written
