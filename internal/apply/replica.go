@@ -141,6 +141,9 @@ type Replica struct {
 	// (target.Session.GuardsPosition): its GTID was then the last of its
 	// domain in the target's binlog.
 	guarded  atomic.Pointer[guardedGroup]
+	// through holds, by GTID domain, the last group the run before
+	// applied without writing its position (target.Session.AppliedAlone).
+	through sync.Map
 	lock     *checkpoint.Lock
 	clog     *commitLog
 	workers  []*worker
@@ -713,6 +716,38 @@ func (r *Replica) advance(committed map[int64]*binlog.Transaction) {
 func (r *Replica) appliedIn(d uint32) {
 	if !r.hasApplied(d) {
 		r.domainsApplied.Store(d, true)
+	}
+}
+
+// appliedBefore reports whether j is a group the run before applied
+// without writing its position: the target's binlog holds its domain up
+// to a GTID past it (through), and every group of the domain up to there
+// must be one that applies alone, the last one that GTID. Anything else
+// there is not gapless's: the run stops rather than skip or apply it.
+func (r *Replica) appliedBefore(j *job) (bool, error) {
+	v, ok := r.through.Load(j.txns[0].MariaDB.Domain)
+	if !ok {
+		return false, nil
+	}
+	through := v.(gtid.MariaDBGTID)
+	for _, txn := range j.txns {
+		g := txn.MariaDB
+		switch {
+		case g.Seq > through.Seq:
+			continue
+		case len(j.txns) > 1 || !target.AppliesAlone(txn) || g.Seq == through.Seq && g != through:
+			return false, fmt.Errorf("the target's binlog holds %s, past %s, which gapless has not applied: the run before left groups applied without their positions, but %s is not one of them; something besides this stream writes GTID domain %d on the target, and applying or skipping could both be wrong, so gapless stops (check the target's binlog)", through, g, g, g.Domain)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// passThrough forgets the groups of txn's domain the run before applied
+// without their positions once txn, committed, is past them.
+func (r *Replica) passThrough(txn *binlog.Transaction) {
+	if v, ok := r.through.Load(txn.MariaDB.Domain); ok && txn.MariaDB.Seq >= v.(gtid.MariaDBGTID).Seq {
+		r.through.Delete(txn.MariaDB.Domain)
 	}
 }
 

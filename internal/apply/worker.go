@@ -111,6 +111,7 @@ func newWorker(r *Replica, slot int) *worker {
 	opts := r.cfg.Session
 	opts.Warn = func(msg string) { r.log.Warn(msg) }
 	opts.SlotLock = checkpoint.SlotLockName(r.cfg.Stream, slot)
+	opts.DeferPositions = r.cfg.CommitOrder == Strict
 	return &worker{
 		slot: slot, replica: r, db: r.cfg.Target, opts: opts, log: r.log,
 		jobs: make(chan *job, 1), yield: make(chan struct{}, 1),
@@ -168,12 +169,41 @@ func (w *worker) loop(ctx context.Context, done chan<- result) {
 	if err := w.connect(ctx); err != nil {
 		w.log.Debug("the worker's connection did not open at its start; its first job opens it", "worker", w.slot, "error", err)
 	}
-	for j := range w.jobs {
-		err := w.apply(ctx, j)
-		w.setState(StateIdle, nil)
-		done <- result{w: w, job: j, err: err}
+	for {
+		var idle <-chan time.Time
+		if w.session != nil && w.session.Deferred() {
+			idle = time.After(deferredPositionWait)
+		}
+		select {
+		case j, ok := <-w.jobs:
+			if !ok {
+				w.writeDeferred()
+				w.close()
+				return
+			}
+			err := w.apply(ctx, j)
+			w.setState(StateIdle, nil)
+			done <- result{w: w, job: j, err: err}
+		case <-idle:
+			w.writeDeferred()
+		}
 	}
-	w.close()
+}
+
+// deferredPositionWait is how long a worker with positions waiting
+// (target.Session.Deferred) waits for its next job before it writes them.
+const deferredPositionWait = 100 * time.Millisecond
+
+// writeDeferred writes the positions the worker's session holds back. One
+// it cannot write is no loss: the group is in the target's binlog, where
+// the next run finds it.
+func (w *worker) writeDeferred() {
+	if w.session == nil || !w.session.Deferred() {
+		return
+	}
+	if err := w.session.WriteDeferred(); err != nil {
+		w.log.Warn("cannot write the position of a group applied alone; the next run finds the group in the target's binlog", "worker", w.slot, "error", err)
+	}
 }
 
 // apply runs one job to its commit, or to errDropped when a stop or an
@@ -334,13 +364,22 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		stmt := w.checkpointStatement(j)
 		skip := j.skip
 		var err error
-		first := attempted || !w.replica.hasApplied(txn.MariaDB.Domain)
-		if !skip && len(j.txns) == 1 && target.AppliesAlone(txn) && (first || !w.replica.followsGuarded(j.gi, txn.MariaDB.Domain)) {
+		domain := txn.MariaDB.Domain
+		first := attempted || !w.replica.hasApplied(domain)
+		if !skip {
+			skip, err = w.replica.appliedBefore(j)
+		}
+		if !skip && err == nil && len(j.txns) == 1 && target.AppliesAlone(txn) && (first || !w.replica.followsGuarded(j.gi, domain)) {
 			// A DDL, a non-transactional write or an XA PREPARE is on the
 			// target before its checkpoint: it may be there already. (Not
 			// so right after a group whose guarded position found nothing
 			// of the domain past it: then the group is not there.)
-			skip, err = w.session.AppliedAlone(run, txn, first)
+			var through gtid.MariaDBGTID
+			skip, through, err = w.session.AppliedAlone(run, txn, first, !attempted && !w.replica.hasApplied(domain))
+			if through != (gtid.MariaDBGTID{}) {
+				w.log.Info("the target's binlog holds groups applied alone past the position, which the run before did not write; they are taken as applied", "from", txn.GTID(), "through", through.String())
+				w.replica.through.Store(domain, through)
+			}
 		}
 		// Whose turn it already is (always so with causal order) commits
 		// in the same round trip as it executes.
@@ -490,6 +529,7 @@ func (w *worker) settleDropped(ctx context.Context, j *job) error {
 
 // committed records the job's transactions as committed.
 func (w *worker) committed(j *job) {
+	w.replica.passThrough(j.lastTxn())
 	for i, txn := range j.txns {
 		w.replica.appliedIn(txn.MariaDB.Domain)
 		w.replica.clog.commit(j.gi + int64(i))

@@ -342,3 +342,56 @@ func TestGroupTheTargetSplitStopsTheRun(t *testing.T) {
 		t.Fatalf("the position should stay at %s, before the split group:\n%s%s", before, status.stdout, status.stderr)
 	}
 }
+
+// TestKillAmongNonTransactionalWritesWhosePositionsWait kills gapless among
+// MyISAM autocommit writes, whose positions wait while more of them follow
+// (internal/target/deferred.go): each run is killed before the position of
+// the fifth such group it applies, so several groups are on the target past
+// its position, and the next run must find every one of them in the
+// target's binlog, neither running one twice nor losing one.
+func TestKillAmongNonTransactionalWritesWhosePositionsWait(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE waits",
+		// No key: a group applied twice shows as an extra row.
+		"CREATE TABLE waits.m (a INT) ENGINE=MyISAM",
+		"CREATE TABLE waits.n (a INT PRIMARY KEY) ENGINE=InnoDB",
+	)
+	var stmts []string
+	for i := 1; i <= 60; i++ {
+		format := "MIXED"
+		if i%3 == 0 {
+			format = "ROW"
+		}
+		stmts = append(stmts, "SET SESSION binlog_format="+format, fmt.Sprintf("INSERT INTO waits.m VALUES (%d)", i))
+		if i%20 == 0 {
+			stmts = append(stmts, fmt.Sprintf("INSERT INTO waits.n VALUES (%d)", i))
+		}
+	}
+	mustExec(t, sb.Primary, stmts...)
+	relay := filepath.Join(t.TempDir(), "relay")
+	args := []string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
+		"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0", "--workers", "4", "-v"}
+	kills, resumed := 0, 0
+	for ; kills < 40; kills++ {
+		r := gapless(t, []string{"GAPLESS_CRASH_BEFORE_POSITION=5"}, args...)
+		if strings.Contains(r.stderr, "groups applied alone past the position") {
+			resumed++
+		}
+		if !r.signaled {
+			if r.code != 0 {
+				t.Fatalf("run %d exited %d:\n%s%s", kills+1, r.code, r.stdout, r.stderr)
+			}
+			break
+		}
+	}
+	if kills < 10 {
+		t.Fatalf("%d runs were killed; 60 groups applied alone, five a run, should have taken at least 10", kills)
+	}
+	if resumed == 0 {
+		t.Fatal("no run found groups past the position in the target's binlog: the positions did not wait")
+	}
+	replicateUntilCaughtUp(t, sb, relay)
+	requireEqual(t, sb)
+	requireSameAnswers(t, sb, "SELECT COUNT(*), SUM(a) FROM waits.m")
+}

@@ -50,6 +50,11 @@ type Options struct {
 	// and holds while it lives (checkpoint.SlotLockName). Open fails with
 	// ErrSlotHeld while another connection holds it.
 	SlotLock string
+	// DeferPositions lets the position of a group the target binlogs as
+	// it executes wait (deferred.go): it takes KeepGTID and WriteBinlog,
+	// and strict commit order, where a domain's position is the highest
+	// of its rows.
+	DeferPositions bool
 }
 
 // ErrSlotHeld: another connection, one that outlived its applier or its
@@ -87,6 +92,11 @@ type Session struct {
 	// restTxn the batch's last transaction, which errors name.
 	rest    []string
 	restTxn *binlog.Transaction
+	// unsettled is the position of the group just run, kept out of its
+	// script, and deferred the positions waiting by GTID domain
+	// (deferred.go).
+	unsettled *deferredPosition
+	deferred  map[uint32]string
 }
 
 // Open connects to the target and prepares the connection for applying.
@@ -262,6 +272,7 @@ func (s *Session) Continue(ctx context.Context, commit bool) error {
 	}
 	if commit {
 		s.tail = nil
+		return s.committed(txn)
 	}
 	return nil
 }
@@ -315,7 +326,13 @@ func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint s
 	}
 	xaPrepare := len(txns) == 1 && shapeOf(first) == shapeXAPrepare
 	park := xaPrepare && s.temporary
-	if len(txns) == 1 && s.GuardsPosition(first) {
+	s.unsettled = nil
+	switch {
+	case s.defersPosition(txns):
+		if tail, err = s.deferPosition(tail, checkpoint, first); err != nil {
+			return newApplyError(first, err)
+		}
+	case len(txns) == 1 && s.GuardsPosition(first):
 		// A group the target binlogs as it executes must be one GTID
 		// group there: its position is written only if so.
 		if tail, err = guardPosition(tail, checkpoint, first.MariaDB); err != nil {
@@ -381,6 +398,11 @@ func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint s
 	}
 	if commit && s.tail != nil {
 		return s.Commit(context.Background(), first)
+	}
+	if commit {
+		if err := s.committed(first); err != nil {
+			return newApplyError(first, err)
+		}
 	}
 	return nil
 }
@@ -580,12 +602,16 @@ func (s *Session) Commit(ctx context.Context, txn *binlog.Transaction) error {
 		s.Rollback(ctx)
 		return newApplyError(txn, err)
 	}
+	if err := s.committed(txn); err != nil {
+		return newApplyError(txn, err)
+	}
 	return nil
 }
 
 // Rollback abandons the open transaction, if any, and forgets the session state.
 func (s *Session) Rollback(ctx context.Context) {
 	s.tail = nil
+	s.unsettled = nil
 	s.rest, s.restTxn = nil, nil
 	s.Forget()
 	s.conn.exec([]string{"ROLLBACK"})
@@ -1324,48 +1350,59 @@ func quoteName(name string) string {
 // it already (the run before ended between it and its position); a later
 // one found there means the target split an earlier transaction into two
 // GTID groups, the second under this transaction's GTID.
-func (s *Session) AppliedAlone(ctx context.Context, txn *binlog.Transaction, first bool) (bool, error) {
+//
+// resumed says, beyond first, that this run has not tried txn before: the
+// run before may have applied several such groups past the position and
+// ended before writing theirs (deferred.go). through is then set when the
+// target's binlog holds the domain past txn, up to a GTID of txn's server:
+// txn is one of those groups, and so is every transaction of the domain up
+// to through, which the caller must check (only groups that apply alone
+// may be among them).
+func (s *Session) AppliedAlone(ctx context.Context, txn *binlog.Transaction, first, resumed bool) (applied bool, through gtid.MariaDBGTID, err error) {
 	if txn.Flavor != binlog.FlavorMariaDB {
-		return false, nil
+		return false, through, nil
 	}
 	if s.opts.KeepGTID {
 		text, err := s.conn.queryString("SELECT @@global.gtid_binlog_pos")
 		if err != nil {
-			return false, newApplyError(txn, err)
+			return false, through, newApplyError(txn, err)
 		}
 		pos, err := gtid.ParseMariaDBPosition(text)
 		if err != nil {
-			return false, fmt.Errorf("target @@gtid_binlog_pos: %w", err)
+			return false, through, fmt.Errorf("target @@gtid_binlog_pos: %w", err)
 		}
 		// Such a group runs alone (a barrier): when it is on the target,
-		// nothing has been binlogged in its domain since.
+		// nothing has been binlogged in its domain since, but the groups
+		// of the run before whose positions waited.
 		last, ok := pos.Get(txn.MariaDB.Domain)
 		switch {
 		case !ok || last.Seq < txn.MariaDB.Seq:
-			return false, nil
+			return false, through, nil
 		case last == txn.MariaDB && first:
-			return true, nil
+			return true, through, nil
+		case resumed && last.Server == txn.MariaDB.Server:
+			return true, last, nil
 		case last == txn.MariaDB:
-			return false, newApplyError(txn, fmt.Errorf("the target's binlog already holds %s though gapless has not applied it: the target wrote an earlier transaction of this run as two GTID groups (a table that is transactional on the source and not on the target, written by a statement?); applying or skipping could both be wrong, so gapless stops; report it as a gapless bug, and replicate with --no-target-binlog to go on", last))
+			return false, through, newApplyError(txn, fmt.Errorf("the target's binlog already holds %s though gapless has not applied it: the target wrote an earlier transaction of this run as two GTID groups (a table that is transactional on the source and not on the target, written by a statement?); applying or skipping could both be wrong, so gapless stops; report it as a gapless bug, and replicate with --no-target-binlog to go on", last))
 		}
-		return false, newApplyError(txn, fmt.Errorf("the target's binlog already holds %s, past this transaction in its domain: something besides this stream writes GTID domain %d on the target; applying or skipping could both be wrong, so gapless stops (check the target's binlog)", last, txn.MariaDB.Domain))
+		return false, through, newApplyError(txn, fmt.Errorf("the target's binlog already holds %s, past this transaction in its domain: something besides this stream writes GTID domain %d on the target; applying or skipping could both be wrong, so gapless stops (check the target's binlog)", last, txn.MariaDB.Domain))
 	}
 	if shapeOf(txn) != shapeXAPrepare {
-		return false, nil
+		return false, through, nil
 	}
 	start, _, err := xaStatements(txn)
 	if err != nil {
-		return false, err
+		return false, through, err
 	}
 	x, ok := parseXID(strings.TrimPrefix(start, "XA START "))
 	if !ok {
-		return false, nil
+		return false, through, nil
 	}
 	prepared, err := s.xaPrepared(x)
 	if err != nil {
-		return false, newApplyError(txn, err)
+		return false, through, newApplyError(txn, err)
 	}
-	return prepared, nil
+	return prepared, through, nil
 }
 
 // awaitEnded waits, ten seconds at most, until the server has ended the
@@ -1416,5 +1453,5 @@ func (s *Session) Skip(ctx context.Context, txn *binlog.Transaction, checkpoint 
 		s.Rollback(ctx)
 		return newApplyError(txn, err)
 	}
-	return nil
+	return s.committed(txn)
 }

@@ -1,0 +1,106 @@
+// deferred.go writes the position of a group the target binlogs as it
+// executes (shapeAlone) later than the group, when the source's GTIDs go
+// to the target's binlog (Options.DeferPositions).
+//
+// Written at once, such a position costs a durable commit of its own: with
+// the target's binlog synced, two durable commits a group, and a replica
+// of MyISAM autocommit statements runs at half the speed of one that
+// writes only the binlog. Yet the target's binlog already records the
+// group, durably, under the source's GTID: after a crash, AppliedAlone
+// finds it there. So the position waits until the session has had nothing
+// to apply for a moment, or is let go (WriteDeferred), or is dropped when a
+// later group of the domain writes one past it. A crash meanwhile leaves
+// several groups of the domain applied past the position, the last of them
+// the last GTID of the domain in the target's binlog; the next run finds
+// them there and skips them (AppliedAlone's through).
+//
+// That the group took one GTID group in the target's binlog, which the
+// guarded position statement proves otherwise, is checked right after it
+// (checkOneGroup), in a round trip of its own but no commit.
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gapless/internal/binlog"
+)
+
+// defersPosition reports whether the position of txns, a job, waits
+// (deferred.go): one MariaDB group the target binlogs as it executes,
+// under its source GTID, whose position statement a guard would otherwise
+// check.
+func (s *Session) defersPosition(txns []*binlog.Transaction) bool {
+	return s.opts.DeferPositions && len(txns) == 1 && txns[0].Flavor == binlog.FlavorMariaDB && s.GuardsPosition(txns[0])
+}
+
+// deferPosition takes the position transaction of txn out of tail, to be
+// written later, once the group is known to be one GTID group in the
+// target's binlog (committed).
+func (s *Session) deferPosition(tail []string, checkpoint string, txn *binlog.Transaction) ([]string, error) {
+	own := s.ownTransaction(checkpoint)
+	for i := range tail {
+		if i+len(own) <= len(tail) && equalStatements(tail[i:i+len(own)], own) {
+			s.unsettled = &deferredPosition{txn: txn, statement: checkpoint}
+			return append(tail[:i:i], tail[i+len(own):]...), nil
+		}
+	}
+	return nil, fmt.Errorf("gapless bug: the position transaction of %s is missing from its script", txn)
+}
+
+func equalStatements(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+// deferredPosition is a group's position statement, not yet written.
+type deferredPosition struct {
+	txn       *binlog.Transaction
+	statement string
+}
+
+// committed follows the commit of a job whose last transaction is txn. A
+// group whose position waits is checked to be one GTID group in the
+// target's binlog, and its position kept for WriteDeferred; any other job
+// wrote a position past the one waiting for its domain, if any, which is
+// then dropped. (A job that fails leaves the one waiting in place.)
+func (s *Session) committed(txn *binlog.Transaction) error {
+	d := s.unsettled
+	s.unsettled = nil
+	if d == nil {
+		delete(s.deferred, txn.MariaDB.Domain)
+		return nil
+	}
+	if err := s.checkOneGroup(d.txn); err != nil {
+		return err
+	}
+	if s.deferred == nil {
+		s.deferred = map[uint32]string{}
+	}
+	s.deferred[d.txn.MariaDB.Domain] = d.statement
+	return nil
+}
+
+// Deferred reports whether the session holds positions not yet written.
+func (s *Session) Deferred() bool { return len(s.deferred) > 0 }
+
+// WriteDeferred writes the positions the session holds back, each in a
+// transaction of its own outside the target's binlog. They are written
+// unguarded: each group was checked to be one GTID group as it committed,
+// and later groups of the domain may be in the target's binlog since.
+func (s *Session) WriteDeferred() error {
+	var errs []error
+	for d, stmt := range s.deferred {
+		if err := s.run(s.ownTransaction(stmt)); err != nil {
+			s.Rollback(context.Background())
+			errs = append(errs, err)
+		}
+		delete(s.deferred, d)
+	}
+	return errors.Join(errs...)
+}
