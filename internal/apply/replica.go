@@ -140,10 +140,10 @@ type Replica struct {
 	// guarded is the last group written with a guarded position
 	// (target.Session.GuardsPosition): its GTID was then the last of its
 	// domain in the target's binlog.
-	guarded  atomic.Pointer[guardedGroup]
+	guarded atomic.Pointer[guardedGroup]
 	// through holds, by GTID domain, the last group the run before
 	// applied without writing its position (target.Session.AppliedAlone).
-	through sync.Map
+	through  sync.Map
 	lock     *checkpoint.Lock
 	clog     *commitLog
 	workers  []*worker
