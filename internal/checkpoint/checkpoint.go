@@ -231,12 +231,32 @@ func Guarded(stmt string, g gtid.MariaDBGTID) (string, bool) {
 	if i < 0 || j < i {
 		return "", false
 	}
-	last := fmt.Sprintf("COALESCE(LPAD(SUBSTRING_INDEX(REGEXP_SUBSTR(CONCAT(%s, @@global.gtid_binlog_pos), %s), %s, -1), 20, %s), %s)",
-		sqltext.Literal(","), sqltext.Literal(fmt.Sprintf(",%d-[0-9]+-[0-9]+", g.Domain)), sqltext.Literal("-"),
-		sqltext.Literal("0"), sqltext.Literal("0"))
 	return stmt[:i] + ") SELECT " + stmt[i+len(valuesClause):j] +
-		fmt.Sprintf(" FROM DUAL WHERE %s <= %s", last, sqltext.Literal(fmt.Sprintf("%020d", g.Seq))) +
+		fmt.Sprintf(" FROM DUAL WHERE %s <= %s", lastSeq(g.Domain), seqText(g)) +
 		stmt[j+1:], true
+}
+
+// lastSeq is an expression for the sequence number of the last GTID of
+// domain d in the target's binlog, as 20 digits ("0" when it holds none).
+func lastSeq(d uint32) string {
+	return fmt.Sprintf("COALESCE(LPAD(SUBSTRING_INDEX(REGEXP_SUBSTR(CONCAT(%s, @@global.gtid_binlog_pos), %s), %s, -1), 20, %s), %s)",
+		sqltext.Literal(","), sqltext.Literal(fmt.Sprintf(",%d-[0-9]+-[0-9]+", d)), sqltext.Literal("-"),
+		sqltext.Literal("0"), sqltext.Literal("0"))
+}
+
+// seqText is g's sequence number as lastSeq writes one.
+func seqText(g gtid.MariaDBGTID) string {
+	return sqltext.Literal(fmt.Sprintf("%020d", g.Seq))
+}
+
+// OneGroupCheck is a statement that fails with error 1242 (a subquery of
+// more than one row) when the target's binlog holds a GTID of g's domain
+// past g, and otherwise does nothing: it writes no table and no binlog, so
+// it checks, in the round trip of a group the target binlogs as it
+// executes, that the group took one GTID group there, as Guarded's
+// statement does, but without a commit.
+func OneGroupCheck(g gtid.MariaDBGTID) string {
+	return fmt.Sprintf("SET @gapless_one_group = (SELECT 1 UNION ALL SELECT 2 FROM DUAL WHERE %s > %s)", lastSeq(g.Domain), seqText(g))
 }
 
 // Seed records start as the stream's position (slot AloneSlots, outside the

@@ -15,8 +15,9 @@
 // them there and skips them (AppliedAlone's through).
 //
 // That the group took one GTID group in the target's binlog, which the
-// guarded position statement proves otherwise, is checked right after it
-// (checkOneGroup), in a round trip of its own but no commit.
+// guarded position statement proves otherwise, is checked right after it,
+// in the same round trip, by a statement that writes nothing
+// (checkpoint.OneGroupCheck).
 package target
 
 import (
@@ -25,6 +26,7 @@ import (
 	"fmt"
 
 	"gapless/internal/binlog"
+	ckpt "gapless/internal/checkpoint"
 )
 
 // defersPosition reports whether the position of txns, a job, waits
@@ -35,15 +37,16 @@ func (s *Session) defersPosition(txns []*binlog.Transaction) bool {
 	return s.opts.DeferPositions && len(txns) == 1 && txns[0].Flavor == binlog.FlavorMariaDB && s.GuardsPosition(txns[0])
 }
 
-// deferPosition takes the position transaction of txn out of tail, to be
-// written later, once the group is known to be one GTID group in the
-// target's binlog (committed).
+// deferPosition replaces the position transaction of txn in tail with the
+// check that the group is one GTID group in the target's binlog; the
+// position waits for the commit (committed).
 func (s *Session) deferPosition(tail []string, checkpoint string, txn *binlog.Transaction) ([]string, error) {
 	own := s.ownTransaction(checkpoint)
 	for i := range tail {
 		if i+len(own) <= len(tail) && equalStatements(tail[i:i+len(own)], own) {
 			s.unsettled = &deferredPosition{txn: txn, statement: checkpoint}
-			return append(tail[:i:i], tail[i+len(own):]...), nil
+			rest := append([]string{oneGroupMark + ckpt.OneGroupCheck(txn.MariaDB)}, tail[i+len(own):]...)
+			return append(tail[:i:i], rest...), nil
 		}
 	}
 	return nil, fmt.Errorf("gapless bug: the position transaction of %s is missing from its script", txn)
@@ -64,26 +67,21 @@ type deferredPosition struct {
 	statement string
 }
 
-// committed follows the commit of a job whose last transaction is txn. A
-// group whose position waits is checked to be one GTID group in the
-// target's binlog, and its position kept for WriteDeferred; any other job
-// wrote a position past the one waiting for its domain, if any, which is
-// then dropped. (A job that fails leaves the one waiting in place.)
-func (s *Session) committed(txn *binlog.Transaction) error {
+// committed follows the commit of a job whose last transaction is txn. The
+// position of a group whose position waits is kept for WriteDeferred; any
+// other job wrote a position past the one waiting for its domain, if any,
+// which is then dropped. (A job that fails leaves the one waiting in place.)
+func (s *Session) committed(txn *binlog.Transaction) {
 	d := s.unsettled
 	s.unsettled = nil
 	if d == nil {
 		delete(s.deferred, txn.MariaDB.Domain)
-		return nil
-	}
-	if err := s.checkOneGroup(d.txn); err != nil {
-		return err
+		return
 	}
 	if s.deferred == nil {
 		s.deferred = map[uint32]string{}
 	}
 	s.deferred[d.txn.MariaDB.Domain] = d.statement
-	return nil
 }
 
 // Deferred reports whether the session holds positions not yet written.
@@ -91,7 +89,7 @@ func (s *Session) Deferred() bool { return len(s.deferred) > 0 }
 
 // WriteDeferred writes the positions the session holds back, each in a
 // transaction of its own outside the target's binlog. They are written
-// unguarded: each group was checked to be one GTID group as it committed,
+// unguarded: each group was checked to be one GTID group as it ran,
 // and later groups of the domain may be in the target's binlog since.
 func (s *Session) WriteDeferred() error {
 	var errs []error

@@ -25,6 +25,14 @@ const (
 // binlog, and run fails with errNotOneGroup.
 const guardMark = "\x02"
 
+// oneGroupMark opens a checkpoint.OneGroupCheck statement: should it fail
+// with errSubqueryRows, its group was not one GTID group in the target's
+// binlog, and run fails with errNotOneGroup.
+const oneGroupMark = "\x03"
+
+// errSubqueryRows is ER_SUBQUERY_NO_1_ROW, OneGroupCheck's failure.
+const errSubqueryRows = 1242
+
 // errNotOneGroup: a group the target binlogged as it executed did not take
 // exactly its own GTID there. The second part would hold the sequence
 // number of the source's next transaction, which would then be taken for

@@ -272,7 +272,7 @@ func (s *Session) Continue(ctx context.Context, commit bool) error {
 	}
 	if commit {
 		s.tail = nil
-		return s.committed(txn)
+		s.committed(txn)
 	}
 	return nil
 }
@@ -400,9 +400,7 @@ func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint s
 		return s.Commit(context.Background(), first)
 	}
 	if commit {
-		if err := s.committed(first); err != nil {
-			return newApplyError(first, err)
-		}
+		s.committed(first)
 	}
 	return nil
 }
@@ -602,9 +600,7 @@ func (s *Session) Commit(ctx context.Context, txn *binlog.Transaction) error {
 		s.Rollback(ctx)
 		return newApplyError(txn, err)
 	}
-	if err := s.committed(txn); err != nil {
-		return newApplyError(txn, err)
-	}
+	s.committed(txn)
 	return nil
 }
 
@@ -625,6 +621,7 @@ func (s *Session) run(script []string) error {
 	var packet []string
 	size := 0
 	guard := -1 // the packet's guarded position statement
+	check := -1 // the packet's OneGroupCheck
 	send := func(expect, tolerate uint16) error {
 		err := checkExpected(s.conn.exec(packet), expect, tolerate)
 		if err == nil && guard >= 0 {
@@ -635,13 +632,20 @@ func (s *Session) run(script []string) error {
 				err = errNotOneGroup
 			}
 		}
-		packet, size, guard = packet[:0], 0, -1
+		if code, _ := errorCode(err); code == errSubqueryRows && check >= 0 && check == len(s.conn.affected) {
+			err = errNotOneGroup
+		}
+		packet, size, guard, check = packet[:0], 0, -1, -1
 		return err
 	}
 	for _, stmt := range script {
 		guarded := strings.HasPrefix(stmt, guardMark)
 		if guarded {
 			stmt = stmt[len(guardMark):]
+		}
+		checked := strings.HasPrefix(stmt, oneGroupMark)
+		if checked {
+			stmt = stmt[len(oneGroupMark):]
 		}
 		expect, tolerate, text := splitExpected(stmt)
 		if len(text) > s.maxStatement {
@@ -662,6 +666,9 @@ func (s *Session) run(script []string) error {
 		}
 		if guarded {
 			guard = len(packet)
+		}
+		if checked {
+			check = len(packet)
 		}
 		packet = append(packet, text)
 		size += len(text) + 2
@@ -1453,5 +1460,6 @@ func (s *Session) Skip(ctx context.Context, txn *binlog.Transaction, checkpoint 
 		s.Rollback(ctx)
 		return newApplyError(txn, err)
 	}
-	return s.committed(txn)
+	s.committed(txn)
+	return nil
 }
