@@ -22,7 +22,7 @@ test-unit:
 demo: deps build
 	./scripts/demo.sh
 
-# gapless against MariaDB's own replication (bench/): W1-W9 (W7-W9 sized so
+# gapless against MariaDB's own replication (bench/): W1-W10 (W7-W9 sized so
 # the fastest contender needs 20 s), a few contenders each, median of 3 runs
 # (under an hour); bench-quick: W1 and W2 at 150 000 transactions, five
 # contenders, one run (under 10 minutes). Extra flags: make bench BENCH_FLAGS=--fast

@@ -4,7 +4,7 @@
 // and writes a markdown report and a PNG chart to bench/results.
 //
 //	go run ./bench --quick      # make bench-quick: W1 and W2 at 25 times their size, five contenders, one run
-//	go run ./bench              # make bench: W1-W9, a few contenders each, three runs
+//	go run ./bench              # make bench: W1-W10, a few contenders each, three runs
 //	go run ./bench --workloads W7,W7B --runs 1 --scale 0.1 --workdir /tmp/bench   # a short look
 //
 // Each contender runs three times per workload (once in --quick); the
@@ -37,6 +37,8 @@ import (
 //   - W7-W9 are sized for 20 s and run a few contenders each (workload.go);
 //   - W1-W6, W1M and W2M keep their former 4 000-6 000 transactions (about a
 //     second per run): a check that nothing regressed, not a measure of speed;
+//   - W10 has W1's 6 000 transactions too, on MyISAM: 24 000 groups that run
+//     one at a time on every replica, about 10 s;
 //   - bench-quick runs W1 and W2 at quickScale (150 000 transactions), once.
 
 // quickContenders are MariaDB's three modes and gapless N and 1 with the

@@ -199,7 +199,22 @@ var workloads = []*workload{
 		// and gapless 8 local are the references for gapless over the link.
 		Contenders: []string{"mariadb-conservative", "mariadb-optimistic", "gapless-writeset-N", "gapless-writeset-N/remote", "gapless-writeset-1/remote"},
 	},
+	{
+		// Each statement on a MyISAM table is a group of its own in the
+		// binlog, which the target binlogs as it executes: every group runs
+		// alone, one after the other, on every replica.
+		ID: "W10", Short: "MyISAM tables, binlog MIXED", Title: "W1 on MyISAM tables at binlog_format=MIXED, as a legacy application writes: every statement a group of its own",
+		Durable: true, PrimaryConf: append([]string{"binlog_format=MIXED"}, groupCommitWait...),
+		Prepared: sbtest4MyISAM.name(), Prepare: sbtest4MyISAM.prepare,
+		Run: func(ctx context.Context, p *primary, scale float64) error {
+			return p.sysbench(ctx, sbtest4MyISAM.run("oltp_write_only", 16, scaled(6000, scale)))
+		},
+		Contenders: focusedContenders,
+	},
 }
+
+// sbtest4MyISAM is W10's tables: W1's, in MyISAM.
+var sbtest4MyISAM = sysbenchTables{DB: "sbtest", Tables: 4, TableSize: 10000, Engine: "MyISAM"}
 
 // hotRows is W3's tables: 4 of 100 rows.
 var hotRows = sysbenchTables{DB: "sbtest", Tables: 4, TableSize: 100}
@@ -362,9 +377,16 @@ func binlogFiles(ctx context.Context, db *sql.DB) ([]string, int64, error) {
 type sysbenchTables struct {
 	DB                string
 	Tables, TableSize int
+	Engine            string // the tables' storage engine; "" for the server's default (InnoDB)
 }
 
-func (t sysbenchTables) name() string { return fmt.Sprintf("%s-%dx%d", t.DB, t.Tables, t.TableSize) }
+func (t sysbenchTables) name() string {
+	name := fmt.Sprintf("%s-%dx%d", t.DB, t.Tables, t.TableSize)
+	if t.Engine != "" {
+		name += "-" + strings.ToLower(t.Engine)
+	}
+	return name
+}
 
 // prepare creates the database and fills its tables, two at a time.
 func (t sysbenchTables) prepare(ctx context.Context, p *primary) error {
@@ -403,6 +425,9 @@ func (p *primary) sysbenchCmd(ctx context.Context, command string, r sysbenchRun
 	}
 	if command == "run" {
 		args = append(args, "--events="+strconv.Itoa(r.Events), "--time=0")
+	}
+	if r.Engine != "" {
+		args = append(args, "--mysql-storage-engine="+r.Engine)
 	}
 	if r.Uniform {
 		args = append(args, "--rand-type=uniform")
