@@ -27,7 +27,7 @@ func TestStatementTransactionsInBatches(t *testing.T) {
 	for i := 0; i < 600; i++ {
 		id := rng.Intn(50)
 		d := rng.Intn(100) - 50
-		switch rng.Intn(5) {
+		switch rng.Intn(6) {
 		case 0:
 			stmts = append(stmts, fmt.Sprintf("INSERT INTO st.acct VALUES (%d, 0, 'new') ON DUPLICATE KEY UPDATE note = CONCAT(note, '+')", id))
 		case 1:
@@ -47,13 +47,31 @@ func TestStatementTransactionsInBatches(t *testing.T) {
 			stmts = append(stmts, "USE st", "SET SESSION sql_mode = 'ANSI_QUOTES'",
 				fmt.Sprintf(`UPDATE "acct" SET note = 'ansi' WHERE id = %d`, id),
 				"SET SESSION sql_mode = DEFAULT", "USE mysql")
+		case 4:
+			// The time, the thread id and RAND seeds of each statement.
+			stmts = append(stmts, fmt.Sprintf("SET TIMESTAMP = %d.%06d", 1700000000+i, rng.Intn(1000000)),
+				fmt.Sprintf("INSERT INTO st.log (acct, delta, at, r, tag) VALUES (%d, CONNECTION_ID() %% 7, NOW(6), RAND(), 't')", id),
+				fmt.Sprintf("UPDATE st.acct SET note = DATE_FORMAT(NOW(6), '%%s.%%f') WHERE id = %d", id),
+				"SET TIMESTAMP = DEFAULT")
 		default:
 			stmts = append(stmts, fmt.Sprintf("DELETE FROM st.acct WHERE id = %d", id))
 		}
 	}
 	mustExec(t, sb.Primary, stmts...)
+	compound := func() int64 {
+		var name string
+		var n int64
+		if err := rootDB(t, sb.Target).QueryRow("SHOW GLOBAL STATUS LIKE 'Com_compound_sql'").Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := compound()
 	r := replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", "8", "--batch", "64", "-v")
 	requireEqual(t, sb)
+	if compound() == before {
+		t.Error("no batch ran its statements as compound statements")
+	}
 	// The statement transactions shared target transactions.
 	var batches int
 	var each float64

@@ -546,6 +546,8 @@ func (s *Session) batchScript(txns []*binlog.Transaction, ahead []bool, checkpoi
 		body = append(body, gtidStatements(last.MariaDB)...)
 	}
 	body = append(body, beginStatement, checkpoint)
+	blocksFrom := len(body)
+	mode, known := s.sqlMode()
 	rows := s.rowBatcher()
 	run, split := txns, -1
 	if ahead != nil {
@@ -588,7 +590,16 @@ func (s *Session) batchScript(txns []*binlog.Transaction, ahead []bool, checkpoi
 		}
 	}
 	body = rows.flush(body)
+	body = append(body[:blocksFrom], s.inBlocks(body[blocksFrom:], mode, known)...)
 	return body, []string{"COMMIT"}, nil
+}
+
+// sqlMode is the session's sql_mode, if known.
+func (s *Session) sqlMode() (uint64, bool) {
+	if s.state == nil || !s.state.HasSQLMode {
+		return 0, false
+	}
+	return uint64(s.state.SQLMode), true
 }
 
 // Commit ends the transaction Execute left open.
