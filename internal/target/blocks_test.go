@@ -37,12 +37,12 @@ func TestInBlocks(t *testing.T) {
 		},
 		{
 			name: "an insert id stays with its statement", known: true,
-			in: []string{"UPDATE t SET k=1", "SET INSERT_ID=7", "INSERT INTO t (k) VALUES (1)", "UPDATE t SET k=2", "UPDATE t SET k=3"},
+			in:   []string{"UPDATE t SET k=1", "SET INSERT_ID=7", "INSERT INTO t (k) VALUES (1)", "UPDATE t SET k=2", "UPDATE t SET k=3"},
 			want: []string{"UPDATE t SET k=1", "SET INSERT_ID=7", "INSERT INTO t (k) VALUES (1)", block("UPDATE t SET k=2", "UPDATE t SET k=3")},
 		},
 		{
 			name: "user variables and seeds", known: true,
-			in: []string{"SET @`a`:=1", "SET @@RAND_SEED1=1, @@RAND_SEED2=2", "INSERT INTO t VALUES (@a + RAND())", "UPDATE t SET k=2"},
+			in:   []string{"SET @`a`:=1", "SET @@RAND_SEED1=1, @@RAND_SEED2=2", "INSERT INTO t VALUES (@a + RAND())", "UPDATE t SET k=2"},
 			want: []string{"SET @`a`:=1", "SET @@RAND_SEED1=1, @@RAND_SEED2=2", "INSERT INTO t VALUES (@a + RAND())", "UPDATE t SET k=2"},
 		},
 		{
