@@ -53,6 +53,12 @@ func TestStatementTransactionsInBatches(t *testing.T) {
 				fmt.Sprintf("INSERT INTO st.log (acct, delta, at, r, tag) VALUES (%d, CONNECTION_ID() %% 7, NOW(6), RAND(), 't')", id),
 				fmt.Sprintf("UPDATE st.acct SET note = DATE_FORMAT(NOW(6), '%%s.%%f') WHERE id = %d", id),
 				"SET TIMESTAMP = DEFAULT")
+			if i%10 == 0 {
+				// Statements that answer rows, between others.
+				stmts = append(stmts, fmt.Sprintf("INSERT INTO st.log (acct, delta, tag) VALUES (%d, 1, 'ret') RETURNING id, tag", id),
+					fmt.Sprintf("UPDATE st.acct SET balance = balance - 1 WHERE id = %d", id),
+					fmt.Sprintf("DELETE FROM st.log WHERE acct = %d AND tag = 'ret' AND id %% 2 = 0 RETURNING id", id))
+			}
 		default:
 			stmts = append(stmts, fmt.Sprintf("DELETE FROM st.acct WHERE id = %d", id))
 		}

@@ -14,7 +14,8 @@
 // the session's sql_mode, character set and default database as they are
 // then. So a block holds only what cannot change those and runs the same
 // inside a stored program: the source's INSERT, UPDATE, DELETE and REPLACE
-// statements and the SET TIMESTAMP and pseudo_thread_id before them.
+// statements (but one that answers rows: RETURNING) and the SET TIMESTAMP
+// and pseudo_thread_id before them.
 // Anything else (USE, the other SET statements, a row event's BINLOG, a
 // statement the source logged with an error) stays between blocks, and a
 // statement whose auto-increment value, RAND seeds or user variables are set
@@ -101,6 +102,10 @@ func blockKind(stmt string) int {
 		// A statement logged with its own terminator would leave an
 		// empty statement in the block.
 		return outsideBlocks
+	case containsFold(stmt, "RETURNING"):
+		// INSERT, REPLACE or DELETE ... RETURNING answers rows, which
+		// inside a block would come as results of their own.
+		return outsideBlocks
 	}
 	for _, word := range []string{"INSERT", "UPDATE", "DELETE", "REPLACE"} {
 		if startsWithWord(stmt, word) {
@@ -114,4 +119,14 @@ func blockKind(stmt string) int {
 func sqlModeSet(stmt string) (uint64, bool) {
 	mode, err := strconv.ParseUint(strings.TrimPrefix(stmt, "SET @@session.sql_mode="), 10, 64)
 	return mode, err == nil
+}
+
+// containsFold reports whether s contains word in any case.
+func containsFold(s, word string) bool {
+	for i := 0; i+len(word) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(word)], word) {
+			return true
+		}
+	}
+	return false
 }

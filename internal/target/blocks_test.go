@@ -58,9 +58,11 @@ func TestInBlocks(t *testing.T) {
 		{
 			name: "row events, marks, errors and terminators stay outside", known: true,
 			in: []string{"BINLOG 'xx'", "UPDATE t SET k=1", aheadMark, "UPDATE t SET k=2", expecting(1062, "INSERT INTO t VALUES (1)"),
-				"UPDATE t SET k=3", "INSERT INTO t VALUES (2);", "UPDATE t SET k=4", "SET @@session.foreign_key_checks=0", "UPDATE t SET k=5"},
+				"UPDATE t SET k=3", "INSERT INTO t VALUES (2);", "UPDATE t SET k=4", "SET @@session.foreign_key_checks=0", "UPDATE t SET k=5",
+				"DELETE FROM t WHERE k=5 returning id"},
 			want: []string{"BINLOG 'xx'", "UPDATE t SET k=1", aheadMark, "UPDATE t SET k=2", expecting(1062, "INSERT INTO t VALUES (1)"),
-				"UPDATE t SET k=3", "INSERT INTO t VALUES (2);", "UPDATE t SET k=4", "SET @@session.foreign_key_checks=0", "UPDATE t SET k=5"},
+				"UPDATE t SET k=3", "INSERT INTO t VALUES (2);", "UPDATE t SET k=4", "SET @@session.foreign_key_checks=0", "UPDATE t SET k=5",
+				"DELETE FROM t WHERE k=5 returning id"},
 		},
 	}
 	for _, c := range cases {
