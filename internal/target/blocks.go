@@ -98,6 +98,8 @@ func blockKind(stmt string) int {
 	case strings.HasPrefix(stmt, "SET INSERT_ID="), strings.HasPrefix(stmt, "SET LAST_INSERT_ID="),
 		strings.HasPrefix(stmt, "SET @@RAND_SEED1="), strings.HasPrefix(stmt, "SET @`"):
 		return setsContext
+	case !isDML(stmt):
+		return outsideBlocks
 	case strings.HasSuffix(strings.TrimRight(stmt, " \t\r\n"), ";"):
 		// A statement logged with its own terminator would leave an
 		// empty statement in the block.
@@ -107,12 +109,17 @@ func blockKind(stmt string) int {
 		// inside a block would come as results of their own.
 		return outsideBlocks
 	}
+	return runsInBlock
+}
+
+// isDML reports whether stmt is an INSERT, UPDATE, DELETE or REPLACE.
+func isDML(stmt string) bool {
 	for _, word := range []string{"INSERT", "UPDATE", "DELETE", "REPLACE"} {
 		if startsWithWord(stmt, word) {
-			return runsInBlock
+			return true
 		}
 	}
-	return outsideBlocks
+	return false
 }
 
 // sqlModeSet is the sql_mode a SET @@session.sql_mode=N statement sets.
@@ -121,10 +128,11 @@ func sqlModeSet(stmt string) (uint64, bool) {
 	return mode, err == nil
 }
 
-// containsFold reports whether s contains word in any case.
+// containsFold reports whether s contains word, of ASCII letters, in any case.
 func containsFold(s, word string) bool {
+	first := word[0] | 0x20
 	for i := 0; i+len(word) <= len(s); i++ {
-		if strings.EqualFold(s[i:i+len(word)], word) {
+		if s[i]|0x20 == first && strings.EqualFold(s[i:i+len(word)], word) {
 			return true
 		}
 	}
