@@ -181,6 +181,12 @@ func (w *worker) loop(ctx context.Context, done chan<- result) {
 				w.close()
 				return
 			}
+			if w.session != nil && w.session.DeferredFor() > deferredPositionAge {
+				// A worker never idle writes them still: the next run
+				// relies on the target's binlog for a second of groups at
+				// most.
+				w.writeDeferred()
+			}
 			err := w.apply(ctx, j)
 			w.setState(StateIdle, nil)
 			done <- result{w: w, job: j, err: err}
@@ -191,8 +197,12 @@ func (w *worker) loop(ctx context.Context, done chan<- result) {
 }
 
 // deferredPositionWait is how long a worker with positions waiting
-// (target.Session.Deferred) waits for its next job before it writes them.
-const deferredPositionWait = 100 * time.Millisecond
+// (target.Session.Deferred) waits for its next job before it writes them,
+// and deferredPositionAge how long they wait at most.
+const (
+	deferredPositionWait = 100 * time.Millisecond
+	deferredPositionAge  = time.Second
+)
 
 // writeDeferred writes the positions the worker's session holds back. One
 // it cannot write is no loss: the group is in the target's binlog, where

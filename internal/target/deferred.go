@@ -8,8 +8,9 @@
 // writes only the binlog. Yet the target's binlog already records the
 // group, durably, under the source's GTID: after a crash, AppliedAlone
 // finds it there. So the position waits until the session has had nothing
-// to apply for a moment, or is let go (WriteDeferred), or is dropped when a
-// later group of the domain writes one past it. A crash meanwhile leaves
+// to apply for a moment, or has held it for a second, or is let go
+// (WriteDeferred), or is dropped when a later group of the domain writes
+// one past it. A crash meanwhile leaves
 // several groups of the domain applied past the position, the last of them
 // the last GTID of the domain in the target's binlog; the next run finds
 // them there and skips them (AppliedAlone's through).
@@ -24,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"gapless/internal/binlog"
 	ckpt "gapless/internal/checkpoint"
@@ -81,11 +83,23 @@ func (s *Session) committed(txn *binlog.Transaction) {
 	if s.deferred == nil {
 		s.deferred = map[uint32]string{}
 	}
+	if len(s.deferred) == 0 {
+		s.deferredAt = time.Now()
+	}
 	s.deferred[d.txn.MariaDB.Domain] = d.statement
 }
 
 // Deferred reports whether the session holds positions not yet written.
 func (s *Session) Deferred() bool { return len(s.deferred) > 0 }
+
+// DeferredFor is how long the session has held positions not yet written
+// (0 when it holds none).
+func (s *Session) DeferredFor() time.Duration {
+	if len(s.deferred) == 0 {
+		return 0
+	}
+	return time.Since(s.deferredAt)
+}
 
 // WriteDeferred writes the positions the session holds back, each in a
 // transaction of its own outside the target's binlog. They are written

@@ -95,8 +95,9 @@ type Session struct {
 	// unsettled is the position of the group just run, kept out of its
 	// script, and deferred the positions waiting by GTID domain
 	// (deferred.go).
-	unsettled *deferredPosition
-	deferred  map[uint32]string
+	unsettled  *deferredPosition
+	deferred   map[uint32]string
+	deferredAt time.Time // since when deferred has held a position
 }
 
 // Open connects to the target and prepares the connection for applying.
