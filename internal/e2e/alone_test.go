@@ -48,16 +48,7 @@ func TestKillBetweenNonTransactionalWriteAndItsPosition(t *testing.T) {
 	// alone (4 DDL, then per round the MyISAM insert, the sequence, the XA
 	// PREPARE and the XA COMMIT), so each such group is found on the target
 	// by the next run, which must neither run it again nor lose it.
-	kills := 0
-	for ; kills < 40; kills++ {
-		r := gapless(t, []string{"GAPLESS_CRASH_BEFORE_POSITION=1"}, args...)
-		if !r.signaled {
-			if r.code != 0 {
-				t.Fatalf("run %d exited %d:\n%s%s", kills+1, r.code, r.stdout, r.stderr)
-			}
-			break
-		}
-	}
+	kills := killedRuns(t, "GAPLESS_CRASH_BEFORE_POSITION=1", args, nil)
 	if kills < 20 {
 		t.Fatalf("%d runs were killed before a position; the 20 groups applied alone should each have been", kills)
 	}
@@ -372,19 +363,12 @@ func TestKillAmongNonTransactionalWritesWhosePositionsWait(t *testing.T) {
 	relay := filepath.Join(t.TempDir(), "relay")
 	args := []string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
 		"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0", "--workers", "4", "-v"}
-	kills, resumed := 0, 0
-	for ; kills < 40; kills++ {
-		r := gapless(t, []string{"GAPLESS_CRASH_BEFORE_POSITION=5"}, args...)
+	resumed := 0
+	kills := killedRuns(t, "GAPLESS_CRASH_BEFORE_POSITION=5", args, func(r run) {
 		if strings.Contains(r.stderr, "groups applied alone past the position") {
 			resumed++
 		}
-		if !r.signaled {
-			if r.code != 0 {
-				t.Fatalf("run %d exited %d:\n%s%s", kills+1, r.code, r.stdout, r.stderr)
-			}
-			break
-		}
-	}
+	})
 	if kills < 10 {
 		t.Fatalf("%d runs were killed; 60 groups applied alone, five a run, should have taken at least 10", kills)
 	}
@@ -394,4 +378,25 @@ func TestKillAmongNonTransactionalWritesWhosePositionsWait(t *testing.T) {
 	replicateUntilCaughtUp(t, sb, relay)
 	requireEqual(t, sb)
 	requireSameAnswers(t, sb, "SELECT COUNT(*), SUM(a) FROM waits.m")
+}
+
+// killedRuns runs gapless with args and the crash setting env until a run
+// ends without being killed (40 runs at most), and returns how many were
+// killed; each run is passed to seen, if set. A run that fails fails the test.
+func killedRuns(t *testing.T, env string, args []string, seen func(run)) int {
+	t.Helper()
+	kills := 0
+	for ; kills < 40; kills++ {
+		r := gapless(t, []string{env}, args...)
+		if seen != nil {
+			seen(r)
+		}
+		if !r.signaled {
+			if r.code != 0 {
+				t.Fatalf("run %d exited %d:\n%s%s", kills+1, r.code, r.stdout, r.stderr)
+			}
+			break
+		}
+	}
+	return kills
 }
