@@ -10,10 +10,10 @@
 // finds it there. So the position waits until the session has had nothing
 // to apply for a moment, or has held it for a second, or is let go
 // (WriteDeferred), or is dropped when a later group of the domain writes
-// one past it. A crash meanwhile leaves
-// several groups of the domain applied past the position, the last of them
-// the last GTID of the domain in the target's binlog; the next run finds
-// them there and skips them (AppliedAlone's through).
+// one past it. A crash meanwhile leaves several groups of the domain
+// applied past the position, the last of them the last GTID of the domain
+// in the target's binlog; the next run finds them there and skips them
+// (AppliedAlone's through).
 //
 // That the group took one GTID group in the target's binlog, which the
 // guarded position statement proves otherwise, is checked right after it,
@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"gapless/internal/binlog"
@@ -45,22 +46,13 @@ func (s *Session) defersPosition(txns []*binlog.Transaction) bool {
 func (s *Session) deferPosition(tail []string, checkpoint string, txn *binlog.Transaction) ([]string, error) {
 	own := s.ownTransaction(checkpoint)
 	for i := range tail {
-		if i+len(own) <= len(tail) && equalStatements(tail[i:i+len(own)], own) {
+		if i+len(own) <= len(tail) && slices.Equal(tail[i:i+len(own)], own) {
 			s.unsettled = &deferredPosition{txn: txn, statement: checkpoint}
 			rest := append([]string{oneGroupMark + ckpt.OneGroupCheck(txn.MariaDB)}, tail[i+len(own):]...)
 			return append(tail[:i:i], rest...), nil
 		}
 	}
 	return nil, fmt.Errorf("gapless bug: the position transaction of %s is missing from its script", txn)
-}
-
-func equalStatements(a, b []string) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return len(a) == len(b)
 }
 
 // deferredPosition is a group's position statement, not yet written.
