@@ -104,7 +104,7 @@ func blockKind(stmt string) int {
 		// A statement logged with its own terminator would leave an
 		// empty statement in the block.
 		return outsideBlocks
-	case containsFold(stmt, "RETURNING"):
+	case containsFold([]byte(stmt), "RETURNING"):
 		// INSERT, REPLACE or DELETE ... RETURNING answers rows, which
 		// inside a block would come as results of their own.
 		return outsideBlocks
@@ -126,15 +126,4 @@ func isDML(stmt string) bool {
 func sqlModeSet(stmt string) (uint64, bool) {
 	mode, err := strconv.ParseUint(strings.TrimPrefix(stmt, "SET @@session.sql_mode="), 10, 64)
 	return mode, err == nil
-}
-
-// containsFold reports whether s contains word, of ASCII letters, in any case.
-func containsFold(s, word string) bool {
-	first := word[0] | 0x20
-	for i := 0; i+len(word) <= len(s); i++ {
-		if s[i]|0x20 == first && strings.EqualFold(s[i:i+len(word)], word) {
-			return true
-		}
-	}
-	return false
 }

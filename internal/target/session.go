@@ -503,32 +503,38 @@ func Batchable(txn *binlog.Transaction) bool {
 // what the source did not: it starts a target transaction of its own. The
 // word is looked for anywhere in the text; a false match costs one batch.
 func mayMatchFulltext(query []byte) bool {
-	const word = "against"
-	// The next 'a' and the next 'A' at or after i, found by IndexByte
-	// (far faster than a loop over bytes), each searched again only once
-	// passed: -1 when there is none.
+	return containsFold(query, "against")
+}
+
+// containsFold reports whether text holds word, of ASCII letters, in any
+// case, anywhere.
+func containsFold(text []byte, word string) bool {
+	lowerC, upperC := word[0]|0x20, word[0]&^0x20
+	// The next place word's first letter starts, in lower and in upper
+	// case, found by IndexByte (far faster than a loop over bytes), each
+	// searched again only once passed: -1 when there is none.
 	next := func(c byte, from int) int {
-		if j := bytes.IndexByte(query[from:], c); j >= 0 {
+		if j := bytes.IndexByte(text[from:], c); j >= 0 {
 			return from + j
 		}
 		return -1
 	}
-	lower, upper := next('a', 0), next('A', 0)
+	lower, upper := next(lowerC, 0), next(upperC, 0)
 	for {
 		i := lower
 		if i < 0 || upper >= 0 && upper < i {
 			i = upper
 		}
-		if i < 0 || i+len(word) > len(query) {
+		if i < 0 || i+len(word) > len(text) {
 			return false
 		}
-		if bytes.EqualFold(query[i:i+len(word)], []byte(word)) {
+		if bytes.EqualFold(text[i:i+len(word)], []byte(word)) {
 			return true
 		}
 		if i == lower {
-			lower = next('a', i+1)
+			lower = next(lowerC, i+1)
 		} else {
-			upper = next('A', i+1)
+			upper = next(upperC, i+1)
 		}
 	}
 }
@@ -547,7 +553,7 @@ func (s *Session) batchScript(txns []*binlog.Transaction, ahead []bool, checkpoi
 		body = append(body, gtidStatements(last.MariaDB)...)
 	}
 	body = append(body, beginStatement, checkpoint)
-	blocksFrom := len(body)
+	blocksFrom, statements := len(body), false
 	mode, known := s.sqlMode()
 	rows := s.rowBatcher()
 	run, split := txns, -1
@@ -574,6 +580,7 @@ func (s *Session) batchScript(txns []*binlog.Transaction, ahead []bool, checkpoi
 			return nil, nil, fmt.Errorf("%s cannot be applied in a batch", txn)
 		}
 		if HasStatements(txn) {
+			statements = true
 			body = rows.flush(body)
 			var own []string // its COMMIT: the batch has one of its own
 			if body, _, err = s.events(txn, body, &own, true, func() {}); err != nil {
@@ -591,7 +598,10 @@ func (s *Session) batchScript(txns []*binlog.Transaction, ahead []bool, checkpoi
 		}
 	}
 	body = rows.flush(body)
-	body = append(body[:blocksFrom], s.inBlocks(body[blocksFrom:], mode, known)...)
+	if statements {
+		// Row events alone make BINLOG statements, which no block holds.
+		body = append(body[:blocksFrom], s.inBlocks(body[blocksFrom:], mode, known)...)
+	}
 	return body, []string{"COMMIT"}, nil
 }
 
