@@ -462,7 +462,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			}
 			return
 		}
-		j := &job{gi: gi + 1, txns: batch, skip: len(batch) == 1 && skip[batch[0].MariaDB]}
+		j := &job{gi: gi + 1, txns: batch, skip: len(batch) == 1 && skip[batch[0].MariaDB], alone: len(batch) > 1 && target.FollowsAlone(batch[0])}
 		// waits: the members that wait for a transaction still to commit
 		// before the batch, directly or through a member that does.
 		waits := make([]bool, len(batch))
@@ -553,10 +553,9 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			if res.job.last() == barrier {
 				barrier = 0
 			}
-			switch {
-			case res.err == nil:
+			if res.applied > 0 {
 				r.batches.Add(1)
-				for i, member := range res.job.txns {
+				for i, member := range res.job.txns[:res.applied] {
 					if target.HasStatements(member) {
 						r.statements[res.w.slot]++
 					}
@@ -570,13 +569,15 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 				if !stopping && r.untilReached() {
 					stopping, reason = true, "until reached"
 				}
-			case errors.Is(res.err, errDropped):
+			}
+			switch {
+			case res.err == nil, errors.Is(res.err, errDropped):
 			default:
 				if !stopping || runErr == nil {
 					runErr = stopError(res.err)
 				}
 				stopping = true
-				r.clog.drop(res.job.gi - 1)
+				r.clog.drop(res.job.gi + int64(res.applied) - 1)
 			}
 		}
 	}
@@ -647,7 +648,14 @@ func (r *Replica) gather(txn *binlog.Transaction, txns <-chan *binlog.Transactio
 		panic("gather with a pending transaction")
 	}
 	size := txn.Size
-	for !txn.Filtered && r.cfg.BatchMax > 1 && len(batch) < r.cfg.BatchMax && size < batchBytes && target.Batchable(txn) && !skip[txn.MariaDB] && !r.untilAfter(batch[len(batch)-1]) {
+	// joins says whether a transaction may join the batch: one that can
+	// share its target transaction, or, after a group applied alone, the
+	// next such group (a run of them, applied one by one: job.alone).
+	joins := target.Batchable
+	if target.FollowsAlone(txn) {
+		joins = target.FollowsAlone
+	}
+	for !txn.Filtered && r.cfg.BatchMax > 1 && len(batch) < r.cfg.BatchMax && size < batchBytes && joins(txn) && !skip[txn.MariaDB] && !r.untilAfter(batch[len(batch)-1]) {
 		var next *binlog.Transaction
 		select {
 		case t, ok := <-txns:
@@ -661,7 +669,7 @@ func (r *Replica) gather(txn *binlog.Transaction, txns <-chan *binlog.Transactio
 		if err := r.engines.Mark(next); err != nil {
 			return nil, true, err
 		}
-		if next.Filtered || !target.Batchable(next) || skip[next.MariaDB] || next.MariaDB.Domain != txn.MariaDB.Domain ||
+		if next.Filtered || !joins(next) || skip[next.MariaDB] || next.MariaDB.Domain != txn.MariaDB.Domain ||
 			target.NeedsStatementSession(next) != target.NeedsStatementSession(txn) ||
 			!bytes.Equal(next.Format.Raw, txn.Format.Raw) || accept(next) != nil {
 			r.pending = next

@@ -44,7 +44,7 @@ func (r *Replica) interruptBatches() {
 			first = min(first, j.gi)
 		case st == StateApplying && conn != 0:
 			running = append(running, executing{j.gi, conn})
-			if len(j.txns) > 1 {
+			if len(j.txns) > 1 && !j.alone {
 				first = min(first, j.gi)
 			}
 		}

@@ -60,6 +60,12 @@ type job struct {
 	txns []*binlog.Transaction
 	deps []int64 // group indexes before gi that must commit first
 	skip bool    // record as applied without applying (single transactions only)
+	// alone: a run of groups applied alone (target.FollowsAlone), each in
+	// target transactions of its own, one after another.
+	alone bool
+	// unsure: a round trip that held this group and groups after it was
+	// lost, so they may be on the target (single transactions only).
+	unsure bool
 	// ahead marks the transactions of a batch that wait for none of deps,
 	// directly or through a transaction of the batch that does: they may
 	// run before the others, while deps execute (worker.runAhead). Nil when
@@ -74,6 +80,10 @@ type result struct {
 	w   *worker
 	job *job
 	err error
+	// applied counts the job's first transactions that committed: all of
+	// them without err; with it, those a batch applied one by one, or a
+	// run of groups applied alone, committed before err.
+	applied int
 }
 
 type worker struct {
@@ -93,6 +103,9 @@ type worker struct {
 	// mine lists the transactions this worker committed above the gap-less
 	// position (causal commit order), for its checkpoint row.
 	mine []committedTxn
+	// several is how many groups applied alone the next such round trip
+	// holds at most (severalAlone).
+	several int
 
 	mu     sync.Mutex
 	status WorkerStatus
@@ -187,9 +200,9 @@ func (w *worker) loop(ctx context.Context, done chan<- result) {
 				// most.
 				w.writeDeferred()
 			}
-			err := w.apply(ctx, j)
+			applied, err := w.apply(ctx, j)
 			w.setState(StateIdle, nil)
-			done <- result{w: w, job: j, err: err}
+			done <- result{w: w, job: j, err: err, applied: applied}
 		case <-idle:
 			w.writeDeferred()
 		}
@@ -217,21 +230,136 @@ func (w *worker) writeDeferred() {
 }
 
 // apply runs one job to its commit, or to errDropped when a stop or an
-// error stop comes first. A batch that fails for good is applied again one
-// transaction at a time, so the error names the transaction that failed.
-func (w *worker) apply(ctx context.Context, j *job) error {
+// error stop comes first, and returns how many of its transactions
+// committed. A batch that fails for good is applied again one transaction
+// at a time, so the error names the transaction that failed.
+func (w *worker) apply(ctx context.Context, j *job) (int, error) {
+	if j.alone {
+		return w.oneByOne(ctx, j)
+	}
 	err := w.applyJob(ctx, j)
+	if err == nil {
+		return len(j.txns), nil
+	}
 	var ae *target.ApplyError
 	if len(j.txns) == 1 || !errors.As(err, &ae) || ae.Transient() {
-		return err
+		return 0, err
 	}
 	w.log.Info("a batch failed; applying its transactions one by one", "first", j.txns[0].GTID(), "error", err)
-	for i, txn := range j.txns {
-		if err := w.applyJob(ctx, &job{gi: j.gi + int64(i), txns: []*binlog.Transaction{txn}}); err != nil {
-			return err
+	return w.oneByOne(ctx, j)
+}
+
+// oneByOne applies j's transactions one after another, each as a job of
+// its own, and returns how many committed. A stop ends it between two:
+// the worker has started the next one only if the stop's point includes
+// it.
+func (w *worker) oneByOne(ctx context.Context, j *job) (int, error) {
+	for i := 0; i < len(j.txns); {
+		one := &job{gi: j.gi + int64(i), txns: j.txns[i : i+1]}
+		if i == 0 {
+			one.deps = j.deps
+		} else {
+			w.setState(StateApplying, one)
+			if w.replica.clog.dropped(one.gi) {
+				return i, errDropped
+			}
 		}
+		if i > 0 && j.alone {
+			n, then, err := w.severalAlone(ctx, j, i)
+			i += n
+			switch {
+			case err != nil:
+				return i, err
+			case then == nextInRoundTrip:
+				continue
+			}
+			one = &job{gi: j.gi + int64(i), txns: j.txns[i : i+1], unsure: then == nextUnsure}
+			w.setState(StateApplying, one)
+			if w.replica.clog.dropped(one.gi) {
+				return i, errDropped
+			}
+		}
+		if err := w.applyJob(ctx, one); err != nil {
+			return i, err
+		}
+		i++
 	}
-	return nil
+	return len(j.txns), nil
+}
+
+// A round trip of groups applied alone holds from 2 to severalAloneMax of
+// them, as many as the last one's time says run in about severalAloneTime:
+// a stop waits for the round trip in flight (a write to a MyISAM table
+// cannot be rolled back), and must come within a second.
+const (
+	severalAloneMax  = 64
+	severalAloneTime = 50 * time.Millisecond
+)
+
+// How the group after a round trip of several groups applied alone goes.
+const (
+	nextInRoundTrip = iota // in another such round trip, if it can
+	nextAlone              // alone: it failed with a transient error, or it cannot share a round trip
+	nextUnsure             // alone, after asking the target's binlog whether it ran: the round trip was lost
+)
+
+// severalAlone applies the groups of a run of groups applied alone from
+// from on, as many as can share one round trip (target.Session.ApplyAlone),
+// and returns how many committed and how the group after them goes. It
+// applies none when the one before did not just commit on this session
+// with its one-group check, nor when fewer than two can share.
+func (w *worker) severalAlone(ctx context.Context, j *job, from int) (int, int, error) {
+	domain := j.txns[from].MariaDB.Domain
+	if w.session == nil || w.replica.cfg.CommitOrder != Strict || !w.replica.followsGuarded(j.gi+int64(from), domain) {
+		return 0, nextAlone, nil
+	}
+	if _, ok := w.replica.through.Load(domain); ok {
+		return 0, nextAlone, nil
+	}
+	if w.several == 0 {
+		w.several = 2
+	}
+	end := from
+	for end < len(j.txns) && end-from < w.several && w.session.Pipelines(j.txns[end]) {
+		end++
+	}
+	if end-from < 2 {
+		return 0, nextAlone, nil
+	}
+	several := &job{gi: j.gi + int64(from), txns: j.txns[from:end], alone: true}
+	w.setState(StateApplying, several)
+	positions := make([]string, len(several.txns))
+	for k := range several.txns {
+		positions[k] = w.checkpointStatement(&job{gi: several.gi + int64(k), txns: several.txns[k : k+1]})
+	}
+	began := time.Now()
+	n, err := w.session.ApplyAlone(context.WithoutCancel(ctx), several.txns, positions)
+	switch took := time.Since(began); {
+	case took < severalAloneTime/2 && len(several.txns) == w.several:
+		w.several = min(2*w.several, severalAloneMax)
+	case took > severalAloneTime:
+		w.several = max(2, int(int64(len(several.txns))*int64(severalAloneTime)/int64(took)))
+	}
+	if n > 0 {
+		w.committed(&job{gi: several.gi, txns: several.txns[:n]})
+		w.replica.guarded.Store(&guardedGroup{gi: several.gi + int64(n) - 1, domain: domain})
+	}
+	var ae *target.ApplyError
+	switch {
+	case err == nil:
+		return n, nextInRoundTrip, nil
+	case !errors.As(err, &ae):
+		return n, nextAlone, err
+	case target.Lost(ae.Err), target.Interrupted(ae.Err):
+		w.log.Warn("target connection lost or interrupted amid groups applied alone; the target's binlog says which ran", "gtid", ae.GTID, "error", ae.Err)
+		w.replica.retried(RetryLostConnection)
+		w.close()
+		return n, nextUnsure, nil
+	case ae.Transient():
+		w.replica.retriedAfter(ae.Code)
+		return n, nextAlone, nil
+	}
+	return n, nextAlone, err
 }
 
 func (w *worker) applyJob(ctx context.Context, j *job) error {
@@ -375,7 +503,7 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		skip := j.skip
 		var err error
 		domain := txn.MariaDB.Domain
-		first := attempted || !w.replica.hasApplied(domain)
+		first := attempted || j.unsure || !w.replica.hasApplied(domain)
 		if !skip {
 			skip, err = w.replica.appliedBefore(j)
 		}
@@ -385,9 +513,9 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			// so right after a group whose guarded position found nothing
 			// of the domain past it: then the group is not there.)
 			var through gtid.MariaDBGTID
-			skip, through, err = w.session.AppliedAlone(run, txn, first, !attempted && !w.replica.hasApplied(domain))
+			skip, through, err = w.session.AppliedAlone(run, txn, first, j.unsure || !attempted && !w.replica.hasApplied(domain))
 			if through != (gtid.MariaDBGTID{}) {
-				w.log.Info("the target's binlog holds groups applied alone past the position, which the run before did not write; they are taken as applied", "from", txn.GTID(), "through", through.String())
+				w.log.Info("the target's binlog holds groups applied alone past the position whose positions were not written (a run killed, or a round trip lost); they are taken as applied", "from", txn.GTID(), "through", through.String())
 				w.replica.through.Store(domain, through)
 			}
 		}

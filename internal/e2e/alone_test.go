@@ -400,3 +400,127 @@ func killedRuns(t *testing.T, env string, args []string, seen func(run)) int {
 	}
 	return kills
 }
+
+// TestRunOfGroupsAppliedAloneStopsAtTheFailingOne applies 300 MyISAM
+// statements, in MIXED and ROW, several to a round trip, one of which meets
+// a duplicate key on the target: the run stops at that one, with every
+// group before it applied once and none after it, its positions written;
+// skipping it goes on exactly once.
+func TestRunOfGroupsAppliedAloneStopsAtTheFailingOne(t *testing.T) {
+	sb := upSandbox(t)
+	relay := filepath.Join(t.TempDir(), "relay")
+	mustExec(t, sb.Primary, "CREATE DATABASE runs", "CREATE TABLE runs.m (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=MyISAM")
+	replicateUntilCaughtUp(t, sb, relay)
+	mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "INSERT INTO runs.m VALUES (150, 'local')")
+	var stmts []string
+	for i := 1; i <= 300; i++ {
+		format := "MIXED"
+		if i%4 == 0 {
+			format = "ROW"
+		}
+		stmts = append(stmts, "SET SESSION binlog_format="+format, fmt.Sprintf("INSERT INTO runs.m VALUES (%d, 'primary')", i))
+	}
+	mustExec(t, sb.Primary, stmts...)
+	args := append(replicateArgs(sb.SourceURL, sb.TargetURL, relay), "--until", binlogPos(t, sb.Primary), "--workers", "4")
+
+	r := gapless(t, nil, args...)
+	t.Logf("exit %d: %s", r.code, strings.TrimSpace(r.stderr))
+	if r.code == 0 {
+		t.Fatal("the run went past a duplicate key")
+	}
+	for _, want := range []string{"runs.m", "1062", "Duplicate entry", "--skip-gtid"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the error does not say %q", want)
+		}
+	}
+	var failing string
+	if i := strings.Index(r.stderr, "--skip-gtid "); i >= 0 {
+		failing = strings.Fields(r.stderr[i+len("--skip-gtid "):])[0]
+	}
+	var below, above int
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM runs.m WHERE id < 150 AND v = 'primary'").Scan(&below)
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM runs.m WHERE id > 150").Scan(&above)
+	if below != 149 || above != 0 {
+		t.Errorf("after the error stop the target holds %d rows below the failing one (want 149) and %d above (want 0)", below, above)
+	}
+	// The failing group is the one after the last the target binlogged.
+	g := domain0(t, sb.Target)
+	if want := fmt.Sprintf("0-%d-%d", g.Server, g.Seq+1); failing != want {
+		t.Errorf("the run names %s as failing; the target's binlog ends at %s", failing, g)
+	}
+	// The position the stop left: a status shows it before the failing group.
+	st := gapless(t, nil, "status", "--target", sb.TargetURL)
+	if !strings.Contains(st.stdout, g.String()) {
+		t.Errorf("gapless status does not show the position %s after the error stop:\n%s", g, st.stdout)
+	}
+
+	r = gapless(t, nil, append(args, "--skip-gtid", failing)...)
+	if r.code != 0 {
+		t.Fatalf("the run with --skip-gtid %s exited %d:\n%s", failing, r.code, r.stderr)
+	}
+	var local, total int
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM runs.m WHERE v = 'local'").Scan(&local)
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM runs.m").Scan(&total)
+	if local != 1 || total != 300 {
+		t.Errorf("after the skip the target holds %d rows (want 300), %d of them local (want 1)", total, local)
+	}
+}
+
+// TestApplyConnectionsKilledAmidGroupsAppliedAlone kills the target
+// connection that applies a round trip of several MyISAM statements, again
+// and again: whether the groups after the last answer ran is then known
+// only from the target's binlog, and each must end up applied once.
+func TestApplyConnectionsKilledAmidGroupsAppliedAlone(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE lost",
+		// No key: a group applied twice shows as an extra row.
+		"CREATE TABLE lost.m (a INT) ENGINE=MyISAM",
+	)
+	var stmts []string
+	for i := 1; i <= 3000; i++ {
+		format := "MIXED"
+		if i%5 == 0 {
+			format = "ROW"
+		}
+		stmts = append(stmts, "SET SESSION binlog_format="+format, fmt.Sprintf("INSERT INTO lost.m VALUES (%d)", i))
+	}
+	mustExec(t, sb.Primary, stmts...)
+	args := append(replicateArgs(sb.SourceURL, sb.TargetURL, filepath.Join(t.TempDir(), "relay")),
+		"--until", binlogPos(t, sb.Primary), "--workers", "4", "-v")
+
+	target := rootDB(t, sb.Target)
+	done := make(chan struct{})
+	killed := make(chan int)
+	go func() {
+		n := 0
+		defer func() { killed <- n }()
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(15 * time.Millisecond):
+			}
+			var id int64
+			err := target.QueryRow("SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE '%gapless_one_group%' AND INFO NOT LIKE '%PROCESSLIST%' LIMIT 1").Scan(&id)
+			if err == nil {
+				if _, err := target.Exec(fmt.Sprintf("KILL CONNECTION %d", id)); err == nil {
+					n++
+				}
+			}
+		}
+	}()
+	r := gapless(t, nil, args...)
+	close(done)
+	n := <-killed
+	if r.code != 0 {
+		t.Fatalf("gapless exited %d after %d kills:\n%s", r.code, n, r.stderr)
+	}
+	lost := strings.Count(r.stderr, "amid groups applied alone")
+	t.Logf("%d connections killed, %d of them amid a round trip of several groups applied alone; %d times the target's binlog held groups past the position", n, lost, strings.Count(r.stderr, "groups applied alone past the position"))
+	if lost == 0 {
+		t.Fatal("no connection was lost amid a round trip of several groups applied alone: the test did not test it")
+	}
+	requireEqual(t, sb)
+	requireSameAnswers(t, sb, "SELECT COUNT(*), SUM(a) FROM lost.m")
+}

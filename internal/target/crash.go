@@ -34,3 +34,13 @@ func crashPoint(txn *binlog.Transaction) {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}
 }
+
+// crashWithin returns how many of txns, groups applied alone in one round
+// trip, go before the crash staged among them: the round trip ends with
+// the group whose crashPoint kills the process.
+func crashWithin(txns []*binlog.Transaction) int {
+	if crashBeforePositionOf == 0 {
+		return len(txns)
+	}
+	return int(min(int64(len(txns)), max(1, crashBeforePositionOf-appliedAlone.Load())))
+}

@@ -10,13 +10,17 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	wiremysql "github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/go-sql-driver/mysql"
 
 	"gapless/internal/binlog"
+	"gapless/internal/statement"
 )
 
 // ApplyError is a transaction the target did not accept.
@@ -50,6 +54,44 @@ func (e *ApplyError) Error() string {
 
 func (e *ApplyError) Unwrap() error { return e.Err }
 
+// errorAnalyzer reads the tables of a failed group's statements, which
+// the decoder names only for groups that may run on any session.
+var errorAnalyzer = sync.OnceValue(statement.NewAnalyzer)
+
+// statementTables returns the tables txn's DML statements name, with their
+// default database filled in, as far as they can be read.
+func statementTables(txn *binlog.Transaction) []string {
+	var tables []string
+	for _, ev := range txn.Events {
+		q, ok := ev.Data.(*replication.QueryEvent)
+		if !ok || binlog.ControlStatement(q.Query) != "" {
+			continue
+		}
+		state, err := binlog.QuerySessionState(ev.Header, q)
+		if err != nil || !state.HasSQLMode {
+			continue
+		}
+		charset, _, _ := binlog.CollationByID(uint32(state.CharsetClient))
+		dml, ok := errorAnalyzer().DML(strings.TrimSpace(string(q.Query)), state.SQLMode, strings.HasPrefix(charset, "utf8"))
+		if !ok {
+			continue
+		}
+		for _, n := range dml.Tables {
+			if n.Schema == "" {
+				n.Schema = string(q.Schema)
+			}
+			name := n.Table
+			if n.Schema != "" {
+				name = n.Schema + "." + n.Table
+			}
+			if !slices.Contains(tables, name) {
+				tables = append(tables, name)
+			}
+		}
+	}
+	return tables
+}
+
 // hinted is an error with what to do about it, which ApplyError says after
 // the target's own message.
 type hinted struct {
@@ -68,6 +110,9 @@ func newApplyError(txn *binlog.Transaction, err error) *ApplyError {
 	ae := &ApplyError{GTID: txn.GTID(), Kind: statementKind(txn), Err: err}
 	for _, t := range txn.Tables {
 		ae.Tables = append(ae.Tables, t.String())
+	}
+	if len(ae.Tables) == 0 {
+		ae.Tables = statementTables(txn)
 	}
 	if len(ae.Tables) == 0 {
 		ae.Tables = txn.Schemas

@@ -129,6 +129,18 @@ func AppliesAlone(txn *binlog.Transaction) bool {
 	return s == shapeAlone || s == shapeXAPrepare
 }
 
+// FollowsAlone reports whether txn, a group applied alone, may run on the
+// worker that applied the group before it, right after it, without the
+// coordinator in between (a run of them is one job): a write to a
+// non-transactional table, or a group that ends in ROLLBACK. Not a DDL
+// (later groups' engines are known only once it has run, and it may last
+// long), a statement standing alone (CREATE USER, GRANT), nor an XA phase
+// (XA PREPARE gives up the connection).
+func FollowsAlone(txn *binlog.Transaction) bool {
+	return txn.Flavor == binlog.FlavorMariaDB && !txn.Has(binlog.FlagDDL) && !txn.Has(binlog.FlagStandalone) &&
+		shapeOf(txn) == shapeAlone && !completesXA(txn)
+}
+
 // gtidFlags returns the flags2 and flags_extra bytes of a MariaDB GTID event.
 // Layout: seq_no (8), domain_id (4), flags2 (1), commit_id (8) if flags2 has
 // it, an XID (format id 4, gtrid length 1, bqual length 1, data) for XA

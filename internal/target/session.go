@@ -75,6 +75,8 @@ type Session struct {
 	// lastApart, while a script is made, is the number of the statement of
 	// a group applied in parts that takes the source's GTID (statementsApart).
 	lastApart int
+	// ran counts the statements of the last script run that succeeded.
+	ran int
 	// temporary is set once the session has created a temporary table;
 	// parked holds an XA branch it prepared meanwhile (temporary.go).
 	temporary bool
@@ -640,12 +642,18 @@ func (s *Session) Rollback(ctx context.Context) {
 // and must fail with that same error (see expecting).
 func (s *Session) run(script []string) error {
 	s.conn.files = s.loads
+	s.ran = 0
 	var packet []string
 	size := 0
-	guard := -1 // the packet's guarded position statement
-	check := -1 // the packet's OneGroupCheck
+	guard := -1      // the packet's guarded position statement
+	var checks []int // the packet's OneGroupChecks
 	send := func(expect, tolerate uint16) error {
 		err := checkExpected(s.conn.exec(packet), expect, tolerate)
+		if err == nil {
+			s.ran += len(packet)
+		} else {
+			s.ran += len(s.conn.affected)
+		}
 		if err == nil && guard >= 0 {
 			switch {
 			case guard >= len(s.conn.affected):
@@ -654,10 +662,10 @@ func (s *Session) run(script []string) error {
 				err = errNotOneGroup
 			}
 		}
-		if code, _ := errorCode(err); code == errSubqueryRows && check >= 0 && check == len(s.conn.affected) {
+		if code, _ := errorCode(err); code == errSubqueryRows && slices.Contains(checks, len(s.conn.affected)) {
 			err = errNotOneGroup
 		}
-		packet, size, guard, check = packet[:0], 0, -1, -1
+		packet, size, guard, checks = packet[:0], 0, -1, checks[:0]
 		return err
 	}
 	for _, stmt := range script {
@@ -679,6 +687,7 @@ func (s *Session) run(script []string) error {
 			if err := s.runFragmented(text); err != nil {
 				return err
 			}
+			s.ran++
 			continue
 		}
 		if len(packet) > 0 && size+len(text)+2 > min(s.maxStatement, roundTrip) {
@@ -690,7 +699,7 @@ func (s *Session) run(script []string) error {
 			guard = len(packet)
 		}
 		if checked {
-			check = len(packet)
+			checks = append(checks, len(packet))
 		}
 		packet = append(packet, text)
 		size += len(text) + 2

@@ -1,0 +1,85 @@
+// runs.go applies a run of groups the target binlogs as they execute, and
+// whose positions wait (deferred.go), several in one round trip: a MyISAM
+// statement in autocommit is one such group, and one round trip each, with
+// gapless's turn between two, made a replica of them slower than MariaDB's
+// own serial one.
+//
+// Each group keeps what it has alone: its GTID, then its statements, then
+// the check that it took one GTID group in the target's binlog
+// (checkpoint.OneGroupCheck). The server stops a packet at its first
+// error, so the answers say how many groups ran whole: those committed,
+// and the one that failed is named by the error, as it would be alone.
+package target
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"gapless/internal/binlog"
+)
+
+// Pipelines reports whether txn may be applied by ApplyAlone on this
+// session: a group applied alone whose position waits, that needs nothing
+// of the session but its statements (no LOAD DATA file, no temporary table
+// or prepared XA branch kept), whose format description the session has,
+// and whose every statement fits in a round trip.
+func (s *Session) Pipelines(txn *binlog.Transaction) bool {
+	if !FollowsAlone(txn) || !s.defersPosition([]*binlog.Transaction{txn}) || s.temporary || s.parked != nil ||
+		!bytes.Equal(s.format, txn.Format.Raw) || len(s.format) == 0 || txn.Size > s.maxStatement/4 {
+		return false
+	}
+	for _, ev := range txn.Events {
+		switch ev.Data.(type) {
+		case *replication.ExecuteLoadQueryEvent, *replication.BeginLoadQueryEvent:
+			return false
+		}
+	}
+	return true
+}
+
+// ApplyAlone applies txns, groups that Pipelines accepts, one after
+// another, in as few round trips as their size allows; checkpoints are
+// their position statements, which wait (WriteDeferred). It returns how
+// many committed. With an error, the group after those failed, and
+// ApplyError names it; when the connection was lost, whether the groups
+// after those ran is unknown (the target's binlog says: AppliedAlone).
+func (s *Session) ApplyAlone(ctx context.Context, txns []*binlog.Transaction, checkpoints []string) (int, error) {
+	s.loads = nil
+	txns = txns[:crashWithin(txns)]
+	var script []string
+	ends := make([]int, len(txns)) // the script's length up to each group's end
+	positions := make([]*deferredPosition, len(txns))
+	for i, txn := range txns {
+		body, tail, err := s.script(txn, checkpoints[i])
+		if err == nil {
+			tail, err = s.deferPosition(tail, checkpoints[i], txn)
+		}
+		if err != nil {
+			s.Rollback(ctx)
+			return 0, newApplyError(txn, err)
+		}
+		positions[i] = s.unsettled
+		script = append(append(script, body...), tail...)
+		ends[i] = len(script)
+	}
+	s.unsettled = nil
+	err := s.run(script)
+	n := 0
+	for n < len(txns) && ends[n] <= s.ran {
+		n++
+	}
+	if n > 0 {
+		s.unsettled = positions[n-1]
+		s.committed(txns[n-1])
+		for _, txn := range txns[:n] {
+			crashPoint(txn)
+		}
+	}
+	if err == nil {
+		return n, nil
+	}
+	s.Rollback(ctx)
+	return n, newApplyError(txns[min(n, len(txns)-1)], err)
+}
