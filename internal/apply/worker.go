@@ -63,8 +63,9 @@ type job struct {
 	// alone: a run of groups applied alone (target.FollowsAlone), each in
 	// target transactions of its own, one after another.
 	alone bool
-	// unsure: a round trip that held this group and groups after it was
-	// lost, so they may be on the target (single transactions only).
+	// unsure: a round trip that held this group failed amid it, so it
+	// (and, when the connection was lost, groups after it) may be on the
+	// target (single transactions only).
 	unsure bool
 	// ahead marks the transactions of a batch that wait for none of deps,
 	// directly or through a transaction of the batch that does: they may
@@ -299,8 +300,8 @@ const (
 // How the group after a round trip of several groups applied alone goes.
 const (
 	nextInRoundTrip = iota // in another such round trip, if it can
-	nextAlone              // alone: it failed with a transient error, or it cannot share a round trip
-	nextUnsure             // alone, after asking the target's binlog whether it ran: the round trip was lost
+	nextAlone              // alone: it cannot share a round trip
+	nextUnsure             // alone, after asking the target's binlog whether it ran: its round trip was lost, or it failed with a transient error
 )
 
 // severalAlone applies the groups of a run of groups applied alone from
@@ -356,8 +357,11 @@ func (w *worker) severalAlone(ctx context.Context, j *job, from int) (int, int, 
 		w.close()
 		return n, nextUnsure, nil
 	case ae.Transient():
+		// Tried again alone, as the first try of a group alone would be:
+		// after asking the target's binlog, since a group that failed
+		// after a write to a non-transactional table is binlogged.
 		w.replica.retriedAfter(ae.Code)
-		return n, nextAlone, nil
+		return n, nextUnsure, nil
 	}
 	return n, nextAlone, err
 }
