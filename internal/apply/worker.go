@@ -255,8 +255,9 @@ func (w *worker) apply(ctx context.Context, j *job) (int, error) {
 // the worker has started the next one only if the stop's point includes
 // it.
 func (w *worker) oneByOne(ctx context.Context, j *job) (int, error) {
+	unsure := 0 // the groups before it may have run with a round trip lost amid them
 	for i := 0; i < len(j.txns); {
-		one := &job{gi: j.gi + int64(i), txns: j.txns[i : i+1]}
+		one := &job{gi: j.gi + int64(i), txns: j.txns[i : i+1], unsure: i < unsure}
 		if i == 0 {
 			one.deps = j.deps
 		} else {
@@ -265,16 +266,18 @@ func (w *worker) oneByOne(ctx context.Context, j *job) (int, error) {
 				return i, errDropped
 			}
 		}
-		if i > 0 && j.alone {
-			n, then, err := w.severalAlone(ctx, j, i)
+		if i > 0 && j.alone && !one.unsure {
+			n, then, end, err := w.severalAlone(ctx, j, i)
 			i += n
 			switch {
 			case err != nil:
 				return i, err
 			case then == nextInRoundTrip:
 				continue
+			case then == nextUnsure:
+				unsure = end
 			}
-			one = &job{gi: j.gi + int64(i), txns: j.txns[i : i+1], unsure: then == nextUnsure}
+			one = &job{gi: j.gi + int64(i), txns: j.txns[i : i+1], unsure: i < unsure}
 			w.setState(StateApplying, one)
 			if w.replica.clog.dropped(one.gi) {
 				return i, errDropped
@@ -306,26 +309,30 @@ const (
 
 // severalAlone applies the groups of a run of groups applied alone from
 // from on, as many as can share one round trip (target.Session.ApplyAlone),
-// and returns how many committed and how the group after them goes. It
-// applies none when the one before did not just commit on this session
-// with its one-group check, nor when fewer than two can share.
-func (w *worker) severalAlone(ctx context.Context, j *job, from int) (int, int, error) {
-	domain := j.txns[from].MariaDB.Domain
-	if w.session == nil || w.replica.cfg.CommitOrder != Strict || !w.replica.followsGuarded(j.gi+int64(from), domain) {
-		return 0, nextAlone, nil
+// and returns how many committed, how the group after them goes, and
+// where the round trip's groups end. It applies none when the one before
+// did not just commit on this session (with its one-group check, where the
+// target binlogs it), nor when fewer than two can share.
+func (w *worker) severalAlone(ctx context.Context, j *job, from int) (n, then, end int, err error) {
+	first := j.txns[from]
+	domain := first.MariaDB.Domain
+	if w.session == nil || w.replica.cfg.CommitOrder != Strict ||
+		w.session.GuardsPosition(first) && !w.replica.followsGuarded(j.gi+int64(from), domain) {
+		return 0, nextAlone, from, nil
 	}
+	guarded := w.session.GuardsPosition(first)
 	if _, ok := w.replica.through.Load(domain); ok {
-		return 0, nextAlone, nil
+		return 0, nextAlone, from, nil
 	}
 	if w.several == 0 {
 		w.several = 2
 	}
-	end := from
+	end = from
 	for end < len(j.txns) && end-from < w.several && w.session.Pipelines(j.txns[end]) {
 		end++
 	}
 	if end-from < 2 {
-		return 0, nextAlone, nil
+		return 0, nextAlone, from, nil
 	}
 	several := &job{gi: j.gi + int64(from), txns: j.txns[from:end], alone: true}
 	w.setState(StateApplying, several)
@@ -334,7 +341,7 @@ func (w *worker) severalAlone(ctx context.Context, j *job, from int) (int, int, 
 		positions[k] = w.checkpointStatement(&job{gi: several.gi + int64(k), txns: several.txns[k : k+1]})
 	}
 	began := time.Now()
-	n, err := w.session.ApplyAlone(context.WithoutCancel(ctx), several.txns, positions)
+	n, err = w.session.ApplyAlone(context.WithoutCancel(ctx), several.txns, positions)
 	switch took := time.Since(began); {
 	case took < severalAloneTime/2 && len(several.txns) == w.several:
 		w.several = min(2*w.several, severalAloneMax)
@@ -343,27 +350,29 @@ func (w *worker) severalAlone(ctx context.Context, j *job, from int) (int, int, 
 	}
 	if n > 0 {
 		w.committed(&job{gi: several.gi, txns: several.txns[:n]})
-		w.replica.guarded.Store(&guardedGroup{gi: several.gi + int64(n) - 1, domain: domain})
+		if guarded {
+			w.replica.guarded.Store(&guardedGroup{gi: several.gi + int64(n) - 1, domain: domain})
+		}
 	}
 	var ae *target.ApplyError
 	switch {
 	case err == nil:
-		return n, nextInRoundTrip, nil
+		return n, nextInRoundTrip, end, nil
 	case !errors.As(err, &ae):
-		return n, nextAlone, err
+		return n, nextAlone, end, err
 	case target.Lost(ae.Err), target.Interrupted(ae.Err):
-		w.log.Warn("target connection lost or interrupted amid groups applied alone; the target's binlog says which ran", "gtid", ae.GTID, "error", ae.Err)
+		w.log.Warn("target connection lost or interrupted amid groups applied alone; their positions or the target's binlog say which ran", "gtid", ae.GTID, "error", ae.Err)
 		w.replica.retried(RetryLostConnection)
 		w.close()
-		return n, nextUnsure, nil
+		return n, nextUnsure, end, nil
 	case ae.Transient():
 		// Tried again alone, as the first try of a group alone would be:
 		// after asking the target's binlog, since a group that failed
 		// after a write to a non-transactional table is binlogged.
 		w.replica.retriedAfter(ae.Code)
-		return n, nextUnsure, nil
+		return n, nextUnsure, from + n + 1, nil
 	}
-	return n, nextAlone, err
+	return n, nextAlone, end, err
 }
 
 func (w *worker) applyJob(ctx context.Context, j *job) error {
@@ -500,6 +509,14 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 				if err := clog.waitDeps(run, j.gi, j.deps, false, nil); err != nil {
 					return err
 				}
+			}
+		}
+		if j.unsure && !attempted && w.session != nil {
+			// A round trip that held it was lost or failed amid it: its
+			// position may be written already.
+			if done, err := w.applied(run, txn); err == nil && done {
+				w.committed(j)
+				return nil
 			}
 		}
 		w.setState(StateApplying, j)

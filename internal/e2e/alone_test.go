@@ -405,64 +405,79 @@ func killedRuns(t *testing.T, env string, args []string, seen func(run)) int {
 // statements, in MIXED and ROW, several to a round trip, one of which meets
 // a duplicate key on the target: the run stops at that one, with every
 // group before it applied once and none after it, its positions written;
-// skipping it goes on exactly once.
+// skipping it goes on exactly once. With the target's binlog written (the
+// positions wait) and without it (each follows its group).
 func TestRunOfGroupsAppliedAloneStopsAtTheFailingOne(t *testing.T) {
-	sb := upSandbox(t)
-	relay := filepath.Join(t.TempDir(), "relay")
-	mustExec(t, sb.Primary, "CREATE DATABASE runs", "CREATE TABLE runs.m (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=MyISAM")
-	replicateUntilCaughtUp(t, sb, relay)
-	mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "INSERT INTO runs.m VALUES (150, 'local')")
-	var stmts []string
-	for i := 1; i <= 300; i++ {
-		format := "MIXED"
-		if i%4 == 0 {
-			format = "ROW"
-		}
-		stmts = append(stmts, "SET SESSION binlog_format="+format, fmt.Sprintf("INSERT INTO runs.m VALUES (%d, 'primary')", i))
-	}
-	mustExec(t, sb.Primary, stmts...)
-	args := append(replicateArgs(sb.SourceURL, sb.TargetURL, relay), "--until", binlogPos(t, sb.Primary), "--workers", "4")
+	for _, variant := range []struct {
+		name  string
+		flags []string
+	}{{"target binlog", nil}, {"no target binlog", []string{"--no-target-binlog"}}} {
+		t.Run(variant.name, func(t *testing.T) {
+			sb := upSandbox(t)
+			relay := filepath.Join(t.TempDir(), "relay")
+			mustExec(t, sb.Primary, "CREATE DATABASE runs", "CREATE TABLE runs.m (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=MyISAM")
+			replicateUntilCaughtUp(t, sb, relay, variant.flags...)
+			mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "INSERT INTO runs.m VALUES (150, 'local')")
+			var stmts []string
+			for i := 1; i <= 300; i++ {
+				format := "MIXED"
+				if i%4 == 0 {
+					format = "ROW"
+				}
+				stmts = append(stmts, "SET SESSION binlog_format="+format, fmt.Sprintf("INSERT INTO runs.m VALUES (%d, 'primary')", i))
+			}
+			mustExec(t, sb.Primary, stmts...)
+			args := append(replicateArgs(sb.SourceURL, sb.TargetURL, relay, variant.flags...), "--until", binlogPos(t, sb.Primary), "--workers", "4")
 
-	r := gapless(t, nil, args...)
-	t.Logf("exit %d: %s", r.code, strings.TrimSpace(r.stderr))
-	if r.code == 0 {
-		t.Fatal("the run went past a duplicate key")
-	}
-	for _, want := range []string{"runs.m", "1062", "Duplicate entry", "--skip-gtid"} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("the error does not say %q", want)
-		}
-	}
-	var failing string
-	if i := strings.Index(r.stderr, "--skip-gtid "); i >= 0 {
-		failing = strings.Fields(r.stderr[i+len("--skip-gtid "):])[0]
-	}
-	var below, above int
-	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM runs.m WHERE id < 150 AND v = 'primary'").Scan(&below)
-	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM runs.m WHERE id > 150").Scan(&above)
-	if below != 149 || above != 0 {
-		t.Errorf("after the error stop the target holds %d rows below the failing one (want 149) and %d above (want 0)", below, above)
-	}
-	// The failing group is the one after the last the target binlogged.
-	g := domain0(t, sb.Target)
-	if want := fmt.Sprintf("0-%d-%d", g.Server, g.Seq+1); failing != want {
-		t.Errorf("the run names %s as failing; the target's binlog ends at %s", failing, g)
-	}
-	// The position the stop left: a status shows it before the failing group.
-	st := gapless(t, nil, "status", "--target", sb.TargetURL)
-	if !strings.Contains(st.stdout, g.String()) {
-		t.Errorf("gapless status does not show the position %s after the error stop:\n%s", g, st.stdout)
-	}
+			r := gapless(t, nil, args...)
+			t.Logf("exit %d: %s", r.code, strings.TrimSpace(r.stderr))
+			if r.code == 0 {
+				t.Fatal("the run went past a duplicate key")
+			}
+			for _, want := range []string{"runs.m", "1062", "Duplicate entry", "--skip-gtid"} {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("the error does not say %q", want)
+				}
+			}
+			var failing string
+			if i := strings.Index(r.stderr, "--skip-gtid "); i >= 0 {
+				failing = strings.Fields(r.stderr[i+len("--skip-gtid "):])[0]
+			}
+			var below, above int
+			rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM runs.m WHERE id < 150 AND v = 'primary'").Scan(&below)
+			rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM runs.m WHERE id > 150").Scan(&above)
+			if below != 149 || above != 0 {
+				t.Errorf("after the error stop the target holds %d rows below the failing one (want 149) and %d above (want 0)", below, above)
+			}
+			f, err := gtid.ParseMariaDBPosition(failing)
+			if err != nil {
+				t.Fatalf("the run names %q as failing: %v", failing, err)
+			}
+			g, _ := f.Get(0)
+			before := gtid.MariaDBGTID{Domain: g.Domain, Server: g.Server, Seq: g.Seq - 1}
+			if variant.flags == nil {
+				// The failing group is the one after the last the target binlogged.
+				if last := domain0(t, sb.Target); last != before {
+					t.Errorf("the run names %s as failing; the target's binlog ends at %s", failing, last)
+				}
+			}
+			// The position the stop left is just before the failing group.
+			st := gapless(t, nil, "status", "--target", sb.TargetURL)
+			if !strings.Contains(st.stdout, before.String()) {
+				t.Errorf("gapless status does not show the position %s after the error stop:\n%s", before, st.stdout)
+			}
 
-	r = gapless(t, nil, append(args, "--skip-gtid", failing)...)
-	if r.code != 0 {
-		t.Fatalf("the run with --skip-gtid %s exited %d:\n%s", failing, r.code, r.stderr)
-	}
-	var local, total int
-	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM runs.m WHERE v = 'local'").Scan(&local)
-	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM runs.m").Scan(&total)
-	if local != 1 || total != 300 {
-		t.Errorf("after the skip the target holds %d rows (want 300), %d of them local (want 1)", total, local)
+			r = gapless(t, nil, append(args, "--skip-gtid", failing)...)
+			if r.code != 0 {
+				t.Fatalf("the run with --skip-gtid %s exited %d:\n%s", failing, r.code, r.stderr)
+			}
+			var local, total int
+			rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM runs.m WHERE v = 'local'").Scan(&local)
+			rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM runs.m").Scan(&total)
+			if local != 1 || total != 300 {
+				t.Errorf("after the skip the target holds %d rows (want 300), %d of them local (want 1)", total, local)
+			}
+		})
 	}
 }
 

@@ -21,12 +21,16 @@ import (
 )
 
 // Pipelines reports whether txn may be applied by ApplyAlone on this
-// session: a group applied alone whose position waits, that needs nothing
-// of the session but its statements (no LOAD DATA file, no temporary table
-// or prepared XA branch kept), whose format description the session has,
-// and whose every statement fits in a round trip.
+// session: a group applied alone whose position waits, or, on a target
+// that does not binlog it, whose position follows it in the round trip;
+// that needs nothing of the session but its statements (no LOAD DATA
+// file, no temporary table or prepared XA branch kept); whose format
+// description the session has; and whose every statement fits in a round
+// trip.
 func (s *Session) Pipelines(txn *binlog.Transaction) bool {
-	if !FollowsAlone(txn) || !s.defersPosition([]*binlog.Transaction{txn}) || s.temporary || s.parked != nil ||
+	one := []*binlog.Transaction{txn}
+	positioned := s.defersPosition(one) || !s.opts.WriteBinlog && !crashBeforePosition(txn)
+	if !positioned || !FollowsAlone(txn) || s.temporary || s.parked != nil ||
 		!bytes.Equal(s.format, txn.Format.Raw) || len(s.format) == 0 || txn.Size > s.maxStatement/4 {
 		return false
 	}
@@ -41,10 +45,14 @@ func (s *Session) Pipelines(txn *binlog.Transaction) bool {
 
 // ApplyAlone applies txns, groups that Pipelines accepts, one after
 // another, in as few round trips as their size allows; checkpoints are
-// their position statements, which wait (WriteDeferred). It returns how
-// many committed. With an error, the group after those failed, and
-// ApplyError names it; when the connection was lost, whether the groups
-// after those ran is unknown (the target's binlog says: AppliedAlone).
+// their position statements, which wait (WriteDeferred) where the target
+// binlogs the groups, and otherwise follow each group in the round trip,
+// as they would alone: a crash then applies again at most the group it
+// interrupted, as MariaDB's serial replica may. It returns how many
+// committed. With an error, the group after those failed, and ApplyError
+// names it; when the connection was lost, whether the groups after those
+// ran is unknown (their positions, or the target's binlog, say:
+// AppliedAlone).
 func (s *Session) ApplyAlone(ctx context.Context, txns []*binlog.Transaction, checkpoints []string) (int, error) {
 	s.loads = nil
 	txns = txns[:crashWithin(txns)]
@@ -53,7 +61,7 @@ func (s *Session) ApplyAlone(ctx context.Context, txns []*binlog.Transaction, ch
 	positions := make([]*deferredPosition, len(txns))
 	for i, txn := range txns {
 		body, tail, err := s.script(txn, checkpoints[i])
-		if err == nil {
+		if err == nil && s.defersPosition(txns[i:i+1]) {
 			tail, err = s.deferPosition(tail, checkpoints[i], txn)
 		}
 		if err != nil {
