@@ -105,7 +105,7 @@ type worker struct {
 	// position (causal commit order), for its checkpoint row.
 	mine []committedTxn
 	// several is how many groups applied alone the next such round trip
-	// holds at most (severalAlone).
+	// holds at most (severalAlone); below 2, they go one at a time.
 	several int
 
 	mu     sync.Mutex
@@ -283,18 +283,23 @@ func (w *worker) oneByOne(ctx context.Context, j *job) (int, error) {
 				return i, errDropped
 			}
 		}
+		began := time.Now()
 		if err := w.applyJob(ctx, one); err != nil {
 			return i, err
+		}
+		if j.alone && time.Since(began) < severalAloneTime/2 {
+			w.several = max(w.several, 2)
 		}
 		i++
 	}
 	return len(j.txns), nil
 }
 
-// A round trip of groups applied alone holds from 2 to severalAloneMax of
-// them, as many as the last one's time says run in about severalAloneTime:
-// a stop waits for the round trip in flight (a write to a MyISAM table
-// cannot be rolled back), and must come within a second.
+// A round trip of groups applied alone holds up to severalAloneMax of
+// them, as many as the last one's time says run in about severalAloneTime,
+// and groups slower than that go one at a time: a stop waits for the round
+// trip in flight (a write to a MyISAM table cannot be rolled back), and
+// must come within a second.
 const (
 	severalAloneMax  = 64
 	severalAloneTime = 50 * time.Millisecond
@@ -324,8 +329,8 @@ func (w *worker) severalAlone(ctx context.Context, j *job, from int) (n, then, e
 	if _, ok := w.replica.through.Load(domain); ok {
 		return 0, nextAlone, from, nil
 	}
-	if w.several == 0 {
-		w.several = 2
+	if w.several < 2 {
+		return 0, nextAlone, from, nil
 	}
 	end = from
 	for end < len(j.txns) && end-from < w.several && w.session.Pipelines(j.txns[end]) {
@@ -346,7 +351,7 @@ func (w *worker) severalAlone(ctx context.Context, j *job, from int) (n, then, e
 	case took < severalAloneTime/2 && len(several.txns) == w.several:
 		w.several = min(2*w.several, severalAloneMax)
 	case took > severalAloneTime:
-		w.several = max(2, int(int64(len(several.txns))*int64(severalAloneTime)/int64(took)))
+		w.several = int(int64(len(several.txns)) * int64(severalAloneTime) / int64(took))
 	}
 	if n > 0 {
 		w.committed(&job{gi: several.gi, txns: several.txns[:n]})

@@ -41,17 +41,33 @@ type stopRun struct {
 // checks that the stop was fast, that the target holds a prefix of the
 // primary's history, and that a second run applies the rest exactly once.
 func stopInTheMiddle(t *testing.T, flags ...string) stopRun {
+	return stopInTheMiddleOf(t, "InnoDB", 1, flags...)
+}
+
+// TestStopAmidRoundTripsOfMyISAMStatements stops a run of MyISAM
+// statements that share round trips (10 ms each on the target): the stop
+// waits for the round trip in flight, and the target holds a prefix.
+func TestStopAmidRoundTripsOfMyISAMStatements(t *testing.T) {
+	r := stopInTheMiddleOf(t, "MyISAM", 0.01, "--workers", "4")
+	if r.applied == 0 || r.applied == 400 {
+		t.Errorf("the stop came at %d of 400 rows; the test wants it in the middle", r.applied)
+	}
+}
+
+// stopInTheMiddleOf stops gapless amid 400 inserts into tables of engine,
+// each slowed by a trigger on the target that sleeps that many seconds.
+func stopInTheMiddleOf(t *testing.T, engine string, sleep float64, flags ...string) stopRun {
 	sb := upSandbox(t)
 	relay := filepath.Join(t.TempDir(), "relay")
 	mustExec(t, sb.Primary,
 		"CREATE DATABASE d1", "CREATE DATABASE d2",
-		"CREATE TABLE d1.a (i INT) ENGINE=InnoDB", "CREATE TABLE d2.a (i INT) ENGINE=InnoDB")
+		"CREATE TABLE d1.a (i INT) ENGINE="+engine, "CREATE TABLE d2.a (i INT) ENGINE="+engine)
 	replicateUntilCaughtUp(t, sb, relay)
 	mustExec(t, sb.Target,
 		"SET GLOBAL slave_run_triggers_for_rbr = YES",
 		"SET SESSION sql_log_bin = 0",
-		"CREATE TRIGGER d1.iai AFTER INSERT ON d1.a FOR EACH ROW DO SLEEP(1)",
-		"CREATE TRIGGER d2.iai AFTER INSERT ON d2.a FOR EACH ROW DO SLEEP(1)")
+		fmt.Sprintf("CREATE TRIGGER d1.iai AFTER INSERT ON d1.a FOR EACH ROW DO SLEEP(%g)", sleep),
+		fmt.Sprintf("CREATE TRIGGER d2.iai AFTER INSERT ON d2.a FOR EACH ROW DO SLEEP(%g)", sleep))
 	var stmts []string
 	for i := 1; i <= 200; i++ {
 		stmts = append(stmts, fmt.Sprintf("INSERT INTO d1.a VALUES (%d)", i), fmt.Sprintf("INSERT INTO d2.a VALUES (%d)", i))
