@@ -348,18 +348,12 @@ func TestKillAmongNonTransactionalWritesWhosePositionsWait(t *testing.T) {
 		"CREATE TABLE waits.m (a INT) ENGINE=MyISAM",
 		"CREATE TABLE waits.n (a INT PRIMARY KEY) ENGINE=InnoDB",
 	)
-	var stmts []string
-	for i := 1; i <= 60; i++ {
-		format := "MIXED"
-		if i%3 == 0 {
-			format = "ROW"
-		}
-		stmts = append(stmts, "SET SESSION binlog_format="+format, fmt.Sprintf("INSERT INTO waits.m VALUES (%d)", i))
+	mustExec(t, sb.Primary, inFormats(60, 3, func(i int) []string {
 		if i%20 == 0 {
-			stmts = append(stmts, fmt.Sprintf("INSERT INTO waits.n VALUES (%d)", i))
+			return []string{fmt.Sprintf("INSERT INTO waits.m VALUES (%d)", i), fmt.Sprintf("INSERT INTO waits.n VALUES (%d)", i)}
 		}
-	}
-	mustExec(t, sb.Primary, stmts...)
+		return []string{fmt.Sprintf("INSERT INTO waits.m VALUES (%d)", i)}
+	})...)
 	relay := filepath.Join(t.TempDir(), "relay")
 	args := []string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
 		"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0", "--workers", "4", "-v"}
@@ -418,15 +412,9 @@ func TestRunOfGroupsAppliedAloneStopsAtTheFailingOne(t *testing.T) {
 			mustExec(t, sb.Primary, "CREATE DATABASE runs", "CREATE TABLE runs.m (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=MyISAM")
 			replicateUntilCaughtUp(t, sb, relay, variant.flags...)
 			mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "INSERT INTO runs.m VALUES (150, 'local')")
-			var stmts []string
-			for i := 1; i <= 300; i++ {
-				format := "MIXED"
-				if i%4 == 0 {
-					format = "ROW"
-				}
-				stmts = append(stmts, "SET SESSION binlog_format="+format, fmt.Sprintf("INSERT INTO runs.m VALUES (%d, 'primary')", i))
-			}
-			mustExec(t, sb.Primary, stmts...)
+			mustExec(t, sb.Primary, inFormats(300, 4, func(i int) []string {
+				return []string{fmt.Sprintf("INSERT INTO runs.m VALUES (%d, 'primary')", i)}
+			})...)
 			args := append(replicateArgs(sb.SourceURL, sb.TargetURL, relay, variant.flags...), "--until", binlogPos(t, sb.Primary), "--workers", "4")
 
 			r := gapless(t, nil, args...)
@@ -443,12 +431,7 @@ func TestRunOfGroupsAppliedAloneStopsAtTheFailingOne(t *testing.T) {
 			if i := strings.Index(r.stderr, "--skip-gtid "); i >= 0 {
 				failing = strings.Fields(r.stderr[i+len("--skip-gtid "):])[0]
 			}
-			var below, above int
-			rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM runs.m WHERE id < 150 AND v = 'primary'").Scan(&below)
-			rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM runs.m WHERE id > 150").Scan(&above)
-			if below != 149 || above != 0 {
-				t.Errorf("after the error stop the target holds %d rows below the failing one (want 149) and %d above (want 0)", below, above)
-			}
+			requireStoppedAt150(t, sb, "runs.m")
 			f, err := gtid.ParseMariaDBPosition(failing)
 			if err != nil {
 				t.Fatalf("the run names %q as failing: %v", failing, err)
@@ -466,17 +449,7 @@ func TestRunOfGroupsAppliedAloneStopsAtTheFailingOne(t *testing.T) {
 			if !strings.Contains(st.stdout, before.String()) {
 				t.Errorf("gapless status does not show the position %s after the error stop:\n%s", before, st.stdout)
 			}
-
-			r = gapless(t, nil, append(args, "--skip-gtid", failing)...)
-			if r.code != 0 {
-				t.Fatalf("the run with --skip-gtid %s exited %d:\n%s", failing, r.code, r.stderr)
-			}
-			var local, total int
-			rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM runs.m WHERE v = 'local'").Scan(&local)
-			rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM runs.m").Scan(&total)
-			if local != 1 || total != 300 {
-				t.Errorf("after the skip the target holds %d rows (want 300), %d of them local (want 1)", total, local)
-			}
+			requireSkipGoesOnOnce(t, sb, args, failing, "runs.m")
 		})
 	}
 }
@@ -492,15 +465,9 @@ func TestApplyConnectionsKilledAmidGroupsAppliedAlone(t *testing.T) {
 		// No key: a group applied twice shows as an extra row.
 		"CREATE TABLE lost.m (a INT) ENGINE=MyISAM",
 	)
-	var stmts []string
-	for i := 1; i <= 3000; i++ {
-		format := "MIXED"
-		if i%5 == 0 {
-			format = "ROW"
-		}
-		stmts = append(stmts, "SET SESSION binlog_format="+format, fmt.Sprintf("INSERT INTO lost.m VALUES (%d)", i))
-	}
-	mustExec(t, sb.Primary, stmts...)
+	mustExec(t, sb.Primary, inFormats(3000, 5, func(i int) []string {
+		return []string{fmt.Sprintf("INSERT INTO lost.m VALUES (%d)", i)}
+	})...)
 	args := append(replicateArgs(sb.SourceURL, sb.TargetURL, filepath.Join(t.TempDir(), "relay")),
 		"--until", binlogPos(t, sb.Primary), "--workers", "4", "-v")
 
@@ -538,4 +505,19 @@ func TestApplyConnectionsKilledAmidGroupsAppliedAlone(t *testing.T) {
 	}
 	requireEqual(t, sb)
 	requireSameAnswers(t, sb, "SELECT COUNT(*), SUM(a) FROM lost.m")
+}
+
+// inFormats returns the statements of stmts(i) for i from 1 to n, each
+// lot after a SET of the session's binlog_format: ROW for every
+// rowEvery-th, MIXED for the others.
+func inFormats(n, rowEvery int, stmts func(i int) []string) []string {
+	var out []string
+	for i := 1; i <= n; i++ {
+		format := "MIXED"
+		if i%rowEvery == 0 {
+			format = "ROW"
+		}
+		out = append(append(out, "SET SESSION binlog_format="+format), stmts(i)...)
+	}
+	return out
 }

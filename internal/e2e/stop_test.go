@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"gapless/internal/sandbox"
 )
 
 func TestStopIsFastAndGapless(t *testing.T) {
@@ -133,22 +135,36 @@ func TestPermanentErrorStopsGaplessAndNamesTheTransaction(t *testing.T) {
 	if i := strings.Index(r.stderr, "--skip-gtid "); i >= 0 {
 		failing = strings.Fields(r.stderr[i+len("--skip-gtid "):])[0]
 	}
-	// Gap-less: everything before the failing row, nothing after it.
+	requireStoppedAt150(t, sb, "e.t")
+	requireSkipGoesOnOnce(t, sb, args, failing, "e.t")
+}
+
+// requireStoppedAt150 checks, after an error stop at the row 150 the
+// target held already, that table holds every row of the primary before it
+// and none after it: gap-less.
+func requireStoppedAt150(t *testing.T, sb *sandbox.Sandbox, table string) {
+	t.Helper()
 	var below, above int
-	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM e.t WHERE id < 150 AND v = 'primary'").Scan(&below)
-	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM e.t WHERE id > 150").Scan(&above)
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM " + table + " WHERE id < 150 AND v = 'primary'").Scan(&below)
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM " + table + " WHERE id > 150").Scan(&above)
 	if below != 149 || above != 0 {
 		t.Errorf("after the error stop the target holds %d rows below the failing one (want 149) and %d above (want 0)", below, above)
 	}
+}
 
-	// Skipping the failing transaction goes on exactly once; the local row stays.
-	r = gapless(t, nil, append(args, "--skip-gtid", failing)...)
+// requireSkipGoesOnOnce runs args with --skip-gtid failing and checks that
+// table then holds the primary's 300 rows, but for the one the target held
+// already: skipping the failing transaction goes on exactly once, and the
+// target's own row stays.
+func requireSkipGoesOnOnce(t *testing.T, sb *sandbox.Sandbox, args []string, failing, table string) {
+	t.Helper()
+	r := gapless(t, nil, append(args, "--skip-gtid", failing)...)
 	if r.code != 0 {
 		t.Fatalf("the run with --skip-gtid %s exited %d:\n%s", failing, r.code, r.stderr)
 	}
 	var local, total int
-	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM e.t WHERE v = 'local'").Scan(&local)
-	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM e.t").Scan(&total)
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM " + table + " WHERE v = 'local'").Scan(&local)
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM " + table).Scan(&total)
 	if local != 1 || total != 300 {
 		t.Errorf("after the skip the target holds %d rows (want 300), %d of them local (want 1)", total, local)
 	}
