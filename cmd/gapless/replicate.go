@@ -123,7 +123,7 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
 	fl.StringSliceVar(&f.ignoreDB, "ignore-db", nil, "do not apply these databases (repeatable or comma-separated)")
 	fl.StringSliceVar(&f.ignoreTable, "ignore-table", nil, "do not apply tables matching db.table, with % and _ as wildcards (e.g. db.%, db.t%)")
 	fl.Int64Var(&f.maxQueued, "max-queued", 64<<20, "bytes of decoded transactions held in memory ahead of the workers (the decoder waits beyond it)")
-	fl.IntVar(&f.batch, "batch", analyze.DefaultBatch, "most consecutive transactions a worker applies in one target transaction (1: no batching)")
+	fl.IntVar(&f.batch, "batch", analyze.DefaultBatch, "most consecutive transactions a worker applies in one target transaction, or, for non-transactional groups (MyISAM statements), as one job (1: no batching)")
 	fl.StringVar(&f.policy, "policy", "writeset", "what may run in parallel: "+strings.Join(schedule.Names, " | "))
 	fl.StringVar(&f.commitOrder, "commit-order", "strict", "strict (commit in source order) | causal (commit once dependencies have)")
 	fl.StringVar(&f.until, "until", "", "stop, exit 0, once this GTID position is applied (e.g. 0-1-51253,1-1-10)")
