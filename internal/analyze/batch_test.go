@@ -185,3 +185,20 @@ func TestFromUntil(t *testing.T) {
 		t.Errorf("bad --until: error %v, want one naming it", err)
 	}
 }
+
+// TestRunsOfGroupsAppliedAlone: consecutive non-transactional groups go to
+// one worker as one job of up to --batch, which shares its round trips
+// (one per-transaction cost) but commits each group on its own.
+func TestRunsOfGroupsAppliedAlone(t *testing.T) {
+	var stream []synthetic
+	for i := range 20 {
+		stream = append(stream, synthetic{schema: "db", table: "m", ids: []int32{int32(i)}, nonTransactional: true})
+	}
+	stream = append(stream, independent(4)...)
+	r := analyzeWith(t, Options{Cost: executionBound, Batch: 8}, stream)
+	// [1..8] [9..16] [17..20], each a per-transaction cost and a commit per
+	// group, then the four row transactions in one batch.
+	if want := 3*1.0 + 20*0.001 + 1.001; math.Abs(r.TotalCostMS-want) > 1e-6 {
+		t.Errorf("serial apply %.3f ms, want %.3f (three runs of 20 groups, one batch)", r.TotalCostMS, want)
+	}
+}

@@ -122,7 +122,12 @@ func (r *policyRun) joins(t *txnInfo) bool {
 		return true // it opens one
 	}
 	first := b.heaviest.txn // any member will do for the domain and format
-	return target.Batchable(t.txn) && t.txn.MariaDB.Domain == first.MariaDB.Domain &&
+	joins := target.Batchable
+	if target.FollowsAlone(first) {
+		joins = target.FollowsAlone // a run of groups applied alone
+	}
+	return joins(t.txn) && t.txn.MariaDB.Domain == first.MariaDB.Domain &&
+		target.NeedsStatementSession(t.txn) == target.NeedsStatementSession(first) &&
 		bytes.Equal(t.txn.Format.Raw, first.Format.Raw)
 }
 
@@ -134,6 +139,11 @@ func (r *policyRun) gather(t *txnInfo, deps schedule.Deps, barrier bool) {
 		*b = simBatch{first: t.gi, deps: b.deps[:0], exec: t.execCost, commit: t.commit, heaviest: t, members: b.members[:0]}
 	} else {
 		b.exec += t.execCost - r.txnCost
+		if target.FollowsAlone(t.txn) {
+			// Each group of a run applied alone commits on its own; the
+			// run shares its round trips.
+			b.commit += t.commit
+		}
 		if t.execCost > b.heaviest.execCost {
 			b.heaviest = t
 		}
@@ -149,7 +159,7 @@ func (r *policyRun) gather(t *txnInfo, deps schedule.Deps, barrier bool) {
 	if b.members != nil || r.members == 1 {
 		b.members = r.member(b, t, deps)
 	}
-	if r.members >= r.batchMax || b.size >= targetBatchBytes || !target.Batchable(t.txn) {
+	if r.members >= r.batchMax || b.size >= targetBatchBytes || !target.Batchable(t.txn) && !target.FollowsAlone(t.txn) {
 		r.closeBatch()
 	}
 }

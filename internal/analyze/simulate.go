@@ -5,7 +5,10 @@
 //   - the stream is cut into batches as the coordinator's gather does when
 //     the queue is full (a replica catching up): up to --batch consecutive
 //     row transactions of one domain, under 4 MiB, applied in one target
-//     transaction; DDL and statement transactions go alone;
+//     transaction; DDL and statement transactions go alone, but for runs of
+//     up to --batch non-transactional groups (MyISAM writes), one worker's
+//     job, which share their round trips (one per-transaction cost) and
+//     commit each on its own (a commit cost each);
 //   - batches are dispatched in order, each to a free worker, which holds it
 //     until it has committed; after a barrier (the policy's Barrier()) nothing
 //     is dispatched until the barrier committed;

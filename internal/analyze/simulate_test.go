@@ -36,6 +36,9 @@ type synthetic struct {
 	// batchable ends the transaction with an XID event, as the server
 	// writes row transactions: gapless may then batch it with its neighbours.
 	batchable bool
+	// nonTransactional: the source did not flag it transactional (a MyISAM
+	// write), so it applies alone, in a run with the like of it.
+	nonTransactional bool
 }
 
 func tableMap(schema, table string) *replication.TableMapEvent {
@@ -63,6 +66,9 @@ func (s synthetic) txn(seq uint64) *txnInfo {
 		txn.MySQL = gtid.MySQLGTID{SID: [16]byte{1}, GNO: seq}
 		txn.LastCommitted, txn.SequenceNumber = s.mysql[0], s.mysql[1]
 		txn.Flags = binlog.FlagTransactional | binlog.FlagAllowParallel
+	}
+	if s.nonTransactional {
+		txn.Flags = binlog.FlagAllowParallel
 	}
 	t := &txnInfo{txn: txn, file: "synthetic", pos: int64(seq)}
 	if s.ddl != "" {

@@ -131,14 +131,15 @@ func AppliesAlone(txn *binlog.Transaction) bool {
 
 // FollowsAlone reports whether txn, a group applied alone, may run on the
 // worker that applied the group before it, right after it, without the
-// coordinator in between (a run of them is one job): a write to a
-// non-transactional table, or a group that ends in ROLLBACK. Not a DDL
-// (later groups' engines are known only once it has run, and it may last
-// long), a statement standing alone (CREATE USER, GRANT), nor an XA phase
-// (XA PREPARE gives up the connection).
+// coordinator in between (a run of them is one job): a group the source
+// did not flag transactional (a write to MyISAM or Aria), which every
+// policy but domain runs as a barrier anyway. Not a DDL (later groups'
+// engines are known only once it has run, and it may last long), a
+// statement standing alone (CREATE USER, GRANT), nor an XA phase (XA
+// PREPARE gives up the connection).
 func FollowsAlone(txn *binlog.Transaction) bool {
-	return txn.Flavor == binlog.FlavorMariaDB && !txn.Has(binlog.FlagDDL) && !txn.Has(binlog.FlagStandalone) &&
-		shapeOf(txn) == shapeAlone && !completesXA(txn)
+	return txn.Flavor == binlog.FlavorMariaDB && !txn.Has(binlog.FlagTransactional) && !txn.Has(binlog.FlagDDL) &&
+		!txn.Has(binlog.FlagStandalone) && shapeOf(txn) == shapeAlone && !completesXA(txn)
 }
 
 // gtidFlags returns the flags2 and flags_extra bytes of a MariaDB GTID event.
