@@ -1,14 +1,16 @@
-// runs.go applies a run of groups the target binlogs as they execute, and
-// whose positions wait (deferred.go), several in one round trip: a MyISAM
-// statement in autocommit is one such group, and one round trip each, with
-// gapless's turn between two, made a replica of them slower than MariaDB's
-// own serial one.
+// runs.go applies a run of groups the target binlogs as they execute
+// (applied alone), several in one round trip: a MyISAM statement in
+// autocommit is one such group, and one round trip each, with gapless's
+// turn between two, made a replica of them slower than MariaDB's own
+// serial one.
 //
 // Each group keeps what it has alone: its GTID, then its statements, then
 // the check that it took one GTID group in the target's binlog
-// (checkpoint.OneGroupCheck). The server stops a packet at its first
-// error, so the answers say how many groups ran whole: those committed,
-// and the one that failed is named by the error, as it would be alone.
+// (checkpoint.OneGroupCheck; its position waits, deferred.go), or, on a
+// target that does not binlog it, its position. The server stops a packet
+// at its first error, so the answers say how many groups ran whole: those
+// committed, and the one that failed is named by the error, as it would be
+// alone.
 package target
 
 import (
