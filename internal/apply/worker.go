@@ -255,7 +255,7 @@ func (w *worker) apply(ctx context.Context, j *job) (int, error) {
 // the worker has started the next one only if the stop's point includes
 // it.
 func (w *worker) oneByOne(ctx context.Context, j *job) (int, error) {
-	unsure := 0 // the groups before it may have run with a round trip lost amid them
+	unsure := 0 // the groups before this index may have run in a round trip that failed amid them
 	for i := 0; i < len(j.txns); {
 		one := &job{gi: j.gi + int64(i), txns: j.txns[i : i+1], unsure: i < unsure}
 		if i == 0 {
@@ -309,7 +309,7 @@ const (
 const (
 	nextInRoundTrip = iota // in another such round trip, if it can
 	nextAlone              // alone: it cannot share a round trip
-	nextUnsure             // alone, after asking the target's binlog whether it ran: its round trip was lost, or it failed with a transient error
+	nextUnsure             // alone, after reading its position back and asking the target's binlog whether it ran: its round trip was lost, or it failed with a transient error
 )
 
 // severalAlone applies the groups of a run of groups applied alone from
