@@ -121,12 +121,9 @@ func (r *policyRun) joins(t *txnInfo) bool {
 	if b.heaviest == nil {
 		return true // it opens one
 	}
-	first := b.heaviest.txn // any member will do for the domain and format
-	joins := target.Batchable
-	if target.FollowsAlone(first) {
-		joins = target.FollowsAlone // a run of groups applied alone
-	}
-	return joins(t.txn) && t.txn.MariaDB.Domain == first.MariaDB.Domain &&
+	first := b.heaviest.txn // any member will do for the domain, format and kind
+	joins := target.Joiner(first)
+	return joins != nil && joins(t.txn) && t.txn.MariaDB.Domain == first.MariaDB.Domain &&
 		target.NeedsStatementSession(t.txn) == target.NeedsStatementSession(first) &&
 		bytes.Equal(t.txn.Format.Raw, first.Format.Raw)
 }
@@ -159,7 +156,7 @@ func (r *policyRun) gather(t *txnInfo, deps schedule.Deps, barrier bool) {
 	if b.members != nil || r.members == 1 {
 		b.members = r.member(b, t, deps)
 	}
-	if r.members >= r.batchMax || b.size >= targetBatchBytes || !target.Batchable(t.txn) && !target.FollowsAlone(t.txn) {
+	if r.members >= r.batchMax || b.size >= targetBatchBytes || target.Joiner(t.txn) == nil {
 		r.closeBatch()
 	}
 }

@@ -651,11 +651,8 @@ func (r *Replica) gather(txn *binlog.Transaction, txns <-chan *binlog.Transactio
 	// joins says whether a transaction may join the batch: one that can
 	// share its target transaction, or, after a group applied alone, the
 	// next such group (a run of them, applied one by one: job.alone).
-	joins := target.Batchable
-	if target.FollowsAlone(txn) {
-		joins = target.FollowsAlone
-	}
-	for !txn.Filtered && r.cfg.BatchMax > 1 && len(batch) < r.cfg.BatchMax && size < batchBytes && joins(txn) && !skip[txn.MariaDB] && !r.untilAfter(batch[len(batch)-1]) {
+	joins := target.Joiner(txn)
+	for !txn.Filtered && r.cfg.BatchMax > 1 && len(batch) < r.cfg.BatchMax && size < batchBytes && joins != nil && !skip[txn.MariaDB] && !r.untilAfter(batch[len(batch)-1]) {
 		var next *binlog.Transaction
 		select {
 		case t, ok := <-txns:

@@ -256,15 +256,20 @@ func (w *worker) apply(ctx context.Context, j *job) (int, error) {
 // it.
 func (w *worker) oneByOne(ctx context.Context, j *job) (int, error) {
 	unsure := 0 // the groups before this index may have run in a round trip that failed amid them
-	for i := 0; i < len(j.txns); {
+	// next is the job of the group at i, begun unless a stop dropped it.
+	next := func(i int) (*job, bool) {
 		one := &job{gi: j.gi + int64(i), txns: j.txns[i : i+1], unsure: i < unsure}
-		if i == 0 {
-			one.deps = j.deps
-		} else {
-			w.setState(StateApplying, one)
-			if w.replica.clog.dropped(one.gi) {
-				return i, errDropped
-			}
+		w.setState(StateApplying, one)
+		return one, !w.replica.clog.dropped(one.gi)
+	}
+	for i := 0; i < len(j.txns); {
+		// The first waits for the job's dependencies; the others follow it.
+		one, begun := &job{gi: j.gi, txns: j.txns[:1], deps: j.deps}, true
+		if i > 0 {
+			one, begun = next(i)
+		}
+		if !begun {
+			return i, errDropped
 		}
 		if i > 0 && j.alone && !one.unsure {
 			n, then, end, err := w.severalAlone(ctx, j, i)
@@ -277,9 +282,7 @@ func (w *worker) oneByOne(ctx context.Context, j *job) (int, error) {
 			case then == nextUnsure:
 				unsure = end
 			}
-			one = &job{gi: j.gi + int64(i), txns: j.txns[i : i+1], unsure: i < unsure}
-			w.setState(StateApplying, one)
-			if w.replica.clog.dropped(one.gi) {
+			if one, begun = next(i); !begun {
 				return i, errDropped
 			}
 		}
@@ -321,15 +324,11 @@ const (
 func (w *worker) severalAlone(ctx context.Context, j *job, from int) (n, then, end int, err error) {
 	first := j.txns[from]
 	domain := first.MariaDB.Domain
-	if w.session == nil || w.replica.cfg.CommitOrder != Strict ||
-		w.session.GuardsPosition(first) && !w.replica.followsGuarded(j.gi+int64(from), domain) {
+	if w.session == nil || w.replica.cfg.CommitOrder != Strict || w.several < 2 {
 		return 0, nextAlone, from, nil
 	}
 	guarded := w.session.GuardsPosition(first)
-	if _, ok := w.replica.through.Load(domain); ok {
-		return 0, nextAlone, from, nil
-	}
-	if w.several < 2 {
+	if _, ok := w.replica.through.Load(domain); ok || guarded && !w.replica.followsGuarded(j.gi+int64(from), domain) {
 		return 0, nextAlone, from, nil
 	}
 	end = from

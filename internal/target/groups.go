@@ -142,6 +142,20 @@ func FollowsAlone(txn *binlog.Transaction) bool {
 		!txn.Has(binlog.FlagStandalone) && shapeOf(txn) == shapeAlone && !completesXA(txn)
 }
 
+// Joiner returns what a transaction must be to join the job txn begins:
+// Batchable after a batchable one (one target transaction), FollowsAlone
+// after a group that does (a run applied one after another); nil when
+// txn's job holds it alone.
+func Joiner(txn *binlog.Transaction) func(*binlog.Transaction) bool {
+	switch {
+	case Batchable(txn):
+		return Batchable
+	case FollowsAlone(txn):
+		return FollowsAlone
+	}
+	return nil
+}
+
 // gtidFlags returns the flags2 and flags_extra bytes of a MariaDB GTID event.
 // Layout: seq_no (8), domain_id (4), flags2 (1), commit_id (8) if flags2 has
 // it, an XID (format id 4, gtrid length 1, bqual length 1, data) for XA
