@@ -538,7 +538,9 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			// so right after a group whose guarded position found nothing
 			// of the domain past it: then the group is not there.)
 			var through gtid.MariaDBGTID
-			skip, through, err = w.session.AppliedAlone(run, txn, first, j.unsure || !attempted && !w.replica.hasApplied(domain))
+			// Resumed: groups past the position may have run before this
+			// try (a run killed, a round trip lost), never after it.
+			skip, through, err = w.session.AppliedAlone(run, txn, first, !attempted && (j.unsure || !w.replica.hasApplied(domain)))
 			if through != (gtid.MariaDBGTID{}) {
 				w.log.Info("the target's binlog holds groups applied alone past the position whose positions were not written (a run killed, or a round trip lost); they are taken as applied", "from", txn.GTID(), "through", through.String())
 				w.replica.through.Store(domain, through)

@@ -33,7 +33,7 @@ type wire struct {
 	// no larger than keptPacket.
 	packet []byte
 	// affected: per statement of the last exec that answered, the rows it
-	// changed (0 for a result set).
+	// changed (0 for a result set); empty when its packet was not sent.
 	affected []uint64
 	answer   []byte // readPacket's buffer
 	// files are what a LOAD DATA LOCAL INFILE of the next exec reads, by
@@ -125,6 +125,8 @@ func dial(ctx context.Context, cfg dburl.Config) (*wire, error) {
 // stops at the first statement that fails and answers nothing after its
 // error, so the error is the last answer.
 func (w *wire) exec(stmts []string) error {
+	// The answers are this packet's alone, none when it is not sent.
+	w.affected = w.affected[:0]
 	if len(stmts) == 0 {
 		return nil
 	}
@@ -151,7 +153,6 @@ func (w *wire) exec(stmts []string) error {
 	if err := w.c.WritePacket(buf); err != nil {
 		return connError(err)
 	}
-	w.affected = w.affected[:0]
 	defer w.expect(0)
 	for i := range stmts {
 		w.expect(len(stmts) - i)
