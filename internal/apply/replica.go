@@ -225,6 +225,9 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if err := r.refuseAfterSplit(ctx); err != nil {
+		return Result{}, err
+	}
 	if err := r.store.ClearStop(ctx); err != nil {
 		return Result{}, err
 	}

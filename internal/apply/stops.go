@@ -5,10 +5,13 @@ package apply
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"gapless/internal/binlog"
 	"gapless/internal/checkpoint"
+	"gapless/internal/gtid"
 	"gapless/internal/target"
 )
 
@@ -33,4 +36,27 @@ func (r *Replica) recordStop(err error) {
 	if rerr := r.store.RecordStop(ctx, st); rerr != nil {
 		r.log.Warn("the error could not be recorded for gapless status", "error", rerr)
 	}
+}
+
+// refuseAfterSplit keeps a run from starting after one that stopped at a
+// group the target wrote to its binlog as more than one GTID group: that
+// group is on the target past the position, and the target's binlog holds
+// the sequence number of the source's next transaction of its domain. Run
+// again as it was, gapless would take that transaction for applied (it
+// finds its GTID there); without the target's binlog, it would apply the
+// group again. Only a run that skips the group and leaves the target's
+// binlog alone goes on (or one after gapless reset: it clears the stop).
+func (r *Replica) refuseAfterSplit(ctx context.Context) error {
+	st, ok, err := r.store.LastStop(ctx)
+	if err != nil || !ok || !target.SplitGroupStop(st.Error) {
+		return err
+	}
+	g, perr := gtid.ParseMariaDBGTID(st.GTID)
+	if perr == nil && !r.cfg.Session.WriteBinlog && slices.Contains(r.cfg.Skip, g) {
+		return nil
+	}
+	return fmt.Errorf("the last run stopped at %s, which the target wrote to its binlog as more than one GTID group: %s is on the target, past the position, "+
+		"and the target's binlog holds a sequence number the source gave its next transaction in that domain, so this run would apply %s again or skip that transaction. "+
+		"To go on, rebuild the target and run gapless reset, or replicate with --no-target-binlog --skip-gtid %s",
+		st.GTID, st.GTID, st.GTID, st.GTID)
 }

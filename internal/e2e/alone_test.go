@@ -314,7 +314,9 @@ func TestGroupTheTargetSplitStopsTheRun(t *testing.T) {
 		"CREATE TABLE gs.t (id INT PRIMARY KEY) ENGINE=InnoDB",
 		"SET SESSION binlog_format=STATEMENT",
 		"BEGIN", "INSERT INTO gs.t VALUES (1)", "SAVEPOINT a", "INSERT INTO gs.m VALUES (1)", "COMMIT",
-		"INSERT INTO gs.t VALUES (2)",
+		// Applied alone: a run that took the split's second part for it
+		// would skip it.
+		"SET SESSION binlog_format=MIXED", "INSERT INTO gs.m VALUES (2)",
 	)
 	split := domain0(t, sb.Primary)
 	split.Seq--
@@ -332,6 +334,29 @@ func TestGroupTheTargetSplitStopsTheRun(t *testing.T) {
 	if !strings.Contains(status.stdout, before.String()) {
 		t.Fatalf("the position should stay at %s, before the split group:\n%s%s", before, status.stdout, status.stderr)
 	}
+	// Run again as it was, gapless would find the source's next GTID in
+	// the target's binlog (the split's second part) and take the next
+	// transaction for applied; without the target's binlog it would apply
+	// the split group again. Only a run that skips it, and leaves the
+	// target's binlog alone, goes on.
+	again := func(flags ...string) run {
+		return gapless(t, nil, append([]string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
+			"--until", binlogPos(t, sb.Primary), "--relay-dir", filepath.Join(t.TempDir(), "relay"), "--progress", "0"}, flags...)...)
+	}
+	for _, flags := range [][]string{nil, {"--no-target-binlog"}, {"--skip-gtid", split.String()}} {
+		r := again(flags...)
+		if r.code == 0 || !strings.Contains(r.stderr, "--no-target-binlog --skip-gtid "+split.String()) {
+			t.Fatalf("a run with %q after the split went on, or did not say how to:\n%s", flags, r.stderr)
+		}
+	}
+	var n int
+	if err := rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM gs.m").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%v: gs.m holds %d rows on the target after runs that were refused; want 1", err, n)
+	}
+	if r := again("--no-target-binlog", "--skip-gtid", split.String()); r.code != 0 {
+		t.Fatalf("the run that skips the split group failed:\n%s", r.stderr)
+	}
+	requireEqual(t, sb)
 }
 
 // TestKillAmongNonTransactionalWritesWhosePositionsWait kills gapless among

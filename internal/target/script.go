@@ -37,8 +37,20 @@ const errSubqueryRows = 1242
 // exactly its own GTID there. The second part would hold the sequence
 // number of the source's next transaction, which would then be taken for
 // applied: the run stops instead, its position not written.
-var errNotOneGroup = errors.New("the target wrote this transaction to its binlog as more than one GTID group, which gapless cannot yet keep as one; it is applied, but its position is not written: " +
-	"report it as a gapless bug with the source's binlog of this transaction, and to go on, rebuild the target or replicate with --no-target-binlog")
+var errNotOneGroup = errors.New(splitGroup + ", which gapless cannot yet keep as one; it is applied, but its position is not written: " +
+	"report it as a gapless bug with the source's binlog of this transaction, and to go on, rebuild the target (then gapless reset), " +
+	"or replicate with --no-target-binlog and --skip-gtid of this transaction (it is on the target already)")
+
+// splitGroup opens errNotOneGroup's text, which gapless.stops keeps.
+const splitGroup = "the target wrote this transaction to its binlog as more than one GTID group"
+
+// SplitGroupStop reports whether a run's error, as gapless.stops keeps it,
+// is errNotOneGroup: the run stopped at a group that is on the target, past
+// the position, and whose second GTID group in the target's binlog took the
+// sequence number of the source's next transaction of its domain.
+func SplitGroupStop(text string) bool {
+	return strings.Contains(text, splitGroup)
+}
 
 // errXARollback is XA_RBROLLBACK.
 const errXARollback = 1402
