@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand"
 	"path/filepath"
@@ -259,6 +260,52 @@ func TestStatementsEndingInNUL(t *testing.T) {
 		"INSERT INTO nul.t VALUES (2, 'c')\x00",
 		"UPDATE nul.t SET b = 'd' WHERE a = 2\x00",
 	)
+	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", "4")
+	requireEqual(t, sb)
+}
+
+// TestStatementsEndingInTerminatorAndComment replays statements a client
+// sent with their own terminator and a comment after it ("...; -- why"),
+// which the source logs as they came: joined to the next statement of a
+// packet or a compound statement with another ';', they left an empty
+// statement between the two (1064). InnoDB statements (batched, in
+// compound statements), MyISAM ones (groups that share round trips) and
+// DDL.
+func TestStatementsEndingInTerminatorAndComment(t *testing.T) {
+	sb := upSandbox(t)
+	stmts := []string{
+		"SET SESSION binlog_format=MIXED",
+		"CREATE DATABASE term; -- made here",
+		"CREATE TABLE term.t (a INT PRIMARY KEY, b INT) ENGINE=InnoDB; /* rows */",
+		"CREATE TABLE term.m (a INT PRIMARY KEY, b INT) ENGINE=MyISAM; # rows too",
+	}
+	for i := range 40 {
+		stmts = append(stmts,
+			fmt.Sprintf("INSERT INTO term.t VALUES (%d, 0); -- row %d", i, i),
+			fmt.Sprintf("UPDATE term.t SET b = b + 1 WHERE a = %d; /* ; */", i/2),
+			fmt.Sprintf("INSERT INTO term.m VALUES (%d, 0);  # ; row %d\n", i, i),
+			fmt.Sprintf("UPDATE term.m SET b = b + 1 WHERE a = %d; /* one */ -- two", i/2),
+		)
+	}
+	stmts = append(stmts, "BEGIN", "INSERT INTO term.t VALUES (100, 1); -- in a transaction", "COMMIT; -- done",
+		"ALTER TABLE term.t ADD c INT; -- at last")
+	// Without multiStatements: the server would end each statement at its
+	// ';' and log the comment as nothing.
+	db, err := sql.Open("mysql", fmt.Sprintf("root@unix(%s)/", sb.Primary.Socket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, stmt := range stmts {
+		if _, err := conn.ExecContext(context.Background(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
 	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", "4")
 	requireEqual(t, sb)
 }

@@ -100,7 +100,7 @@ func blockKind(stmt string) int {
 		return setsContext
 	case !isDML(stmt):
 		return outsideBlocks
-	case strings.HasSuffix(strings.TrimRight(stmt, " \t\r\n"), ";"):
+	case endsTerminated(stmt):
 		// A statement logged with its own terminator would leave an
 		// empty statement in the block.
 		return outsideBlocks

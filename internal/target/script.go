@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // expectedMark opens a statement that carries the error the source logged
@@ -219,4 +220,116 @@ func (s *Session) makeRoom(parts ...[]string) (reopened bool, err error) {
 		s.opts.Warn(fmt.Sprintf("raised the target's max_allowed_packet from %d to %d bytes for a row event of %d bytes (MariaDB's own replica allows 1 GiB)", have, need, largest*3/4))
 	}
 	return true, s.reopen()
+}
+
+// endsTerminated reports whether text, a statement of the source, ends in
+// its own terminator, perhaps followed by comments ("...; -- why"): joined
+// to the next statement with another, it would leave an empty statement
+// between them, a syntax error. Unsure (a ';' inside a literal, a comment
+// that holds one), it says yes: such a statement then only ends its round
+// trip, or stays out of a compound statement.
+func endsTerminated(text string) bool {
+	i := strings.LastIndexByte(text, ';')
+	return i >= 0 && onlyComments(text[i+1:])
+}
+
+// onlyComments reports whether rest holds nothing but blanks and comments
+// (or a comment left open, to be safe).
+func onlyComments(rest string) bool {
+	for {
+		rest = strings.TrimLeft(rest, " \t\r\n")
+		switch {
+		case rest == "":
+			return true
+		case strings.HasPrefix(rest, "#"), strings.HasPrefix(rest, "--"):
+			end := strings.IndexByte(rest, '\n')
+			if end < 0 {
+				return true
+			}
+			rest = rest[end+1:]
+		case strings.HasPrefix(rest, "/*"):
+			end := strings.Index(rest[2:], "*/")
+			if end < 0 {
+				return true
+			}
+			rest = rest[2+end+2:]
+		default:
+			return false
+		}
+	}
+}
+
+// withoutTrailer returns text without a terminator that only blanks and
+// comments follow: a client that keeps comments sends "UPDATE t SET a = 1;
+// -- why", the source runs and logs it so, and MariaDB's replica parses it
+// alone as the source did. In a packet of several statements the server
+// would take what follows the ';' for a statement of its own and answer it
+// too. The text is read twice, with and without backslash escapes in
+// literals (the sql_mode decides), and cut only where both readings agree;
+// not at all when it is not UTF-8 (a multi-byte character set may hide a
+// quote or a backslash in a character's second byte) or holds another
+// statement after the ';' (a stored program's body).
+func withoutTrailer(text string) string {
+	if !strings.Contains(text, ";") || !utf8.ValidString(text) {
+		return text
+	}
+	cut, ok := terminatorAt(text, true)
+	if other, sure := terminatorAt(text, false); !ok || !sure || other != cut || cut < 0 {
+		return text
+	}
+	return strings.TrimRight(text[:cut], " \t\r\n")
+}
+
+// terminatorAt returns where text's terminator is, when only blanks and
+// comments follow it (-1: none); ok is false when the text does not read
+// to its end (an open literal or comment) or goes on after a ';'.
+func terminatorAt(text string, backslash bool) (at int, ok bool) {
+	for i := 0; i < len(text); {
+		switch c := text[i]; {
+		case c == '\'' || c == '"' || c == '`':
+			end, closed := quotedEnd(text, i, backslash && c != '`')
+			if !closed {
+				return -1, false
+			}
+			i = end
+		case c == '#' || strings.HasPrefix(text[i:], "-- ") || strings.HasPrefix(text[i:], "--\t") || strings.HasPrefix(text[i:], "--\n") || text[i:] == "--":
+			end := strings.IndexByte(text[i:], '\n')
+			if end < 0 {
+				return -1, true
+			}
+			i += end + 1
+		case strings.HasPrefix(text[i:], "/*"):
+			end := strings.Index(text[i+2:], "*/")
+			if end < 0 {
+				return -1, false
+			}
+			i += 2 + end + 2
+		case c == ';':
+			if onlyComments(text[i+1:]) {
+				return i, true
+			}
+			return -1, false
+		default:
+			i++
+		}
+	}
+	return -1, true
+}
+
+// quotedEnd returns the end, past its closing quote, of the literal or
+// quoted name that opens at text[i]: a doubled quote stands for one, and
+// with backslash a backslash escapes the byte after it.
+func quotedEnd(text string, i int, backslash bool) (int, bool) {
+	q := text[i]
+	for j := i + 1; j < len(text); j++ {
+		switch {
+		case text[j] == '\\' && backslash:
+			j++
+		case text[j] == q && j+1 < len(text) && text[j+1] == q:
+			j++
+		case text[j] == q:
+			return j + 1, true
+		}
+	}
+	return 0, false
 }

@@ -129,3 +129,27 @@ func TestBinlogStatementEncodesTheEventsAsOneRun(t *testing.T) {
 		t.Errorf("short event: got %s, want %s", got, want)
 	}
 }
+
+// TestWithoutTrailer: a terminator that only blanks and comments follow is
+// cut, with them; a ';' inside a literal, a name or a comment is not one,
+// and a text read differently with and without backslash escapes, or one
+// that goes on after its ';', is left whole.
+func TestWithoutTrailer(t *testing.T) {
+	for _, c := range []struct{ text, want string }{
+		{"UPDATE t SET a = 1", "UPDATE t SET a = 1"},
+		{"UPDATE t SET a = 1; -- why", "UPDATE t SET a = 1"},
+		{"UPDATE t SET a = 1 ; /* ; */ # two\n", "UPDATE t SET a = 1"},
+		{"UPDATE t SET a = 1;", "UPDATE t SET a = 1"},
+		{"INSERT INTO t VALUES ('x; -- y')", "INSERT INTO t VALUES ('x; -- y')"},
+		{"INSERT INTO t VALUES ('x;'); -- y", "INSERT INTO t VALUES ('x;')"},
+		{"INSERT INTO `a;b` VALUES (1) -- c;", "INSERT INTO `a;b` VALUES (1) -- c;"},
+		{"INSERT INTO t VALUES ('a\\'; -- b')", "INSERT INTO t VALUES ('a\\'; -- b')"}, // a literal or not, by sql_mode
+		{"CREATE PROCEDURE p AS BEGIN NULL; END;", "CREATE PROCEDURE p AS BEGIN NULL; END;"},
+		{"INSERT INTO t VALUES ('\xff'); -- c", "INSERT INTO t VALUES ('\xff'); -- c"},
+		{"UPDATE t SET a = 1 /* open ; -- c", "UPDATE t SET a = 1 /* open ; -- c"},
+	} {
+		if got := withoutTrailer(c.text); got != c.want {
+			t.Errorf("withoutTrailer(%q) = %q, want %q", c.text, got, c.want)
+		}
+	}
+}

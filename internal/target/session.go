@@ -716,9 +716,10 @@ func (s *Session) run(script []string) error {
 			continue
 		}
 		// A statement logged with its own terminator (a stored program
-		// under sql_mode=ORACLE: "... AS SELECT 1;") would leave an empty
-		// statement before the next one of the packet, a syntax error.
-		if expect != 0 || tolerate != 0 || strings.HasSuffix(strings.TrimRight(text, " \t\r\n"), ";") {
+		// under sql_mode=ORACLE: "... AS SELECT 1;", or a client's
+		// "...; -- why") would leave an empty statement before the next
+		// one of the packet, a syntax error.
+		if expect != 0 || tolerate != 0 || endsTerminated(text) {
 			if err := send(expect, tolerate); err != nil {
 				return err
 			}
@@ -1132,13 +1133,15 @@ func queryStatement(query []byte) string {
 // BEGIN opens a PL/SQL block.
 const beginStatement = "START TRANSACTION"
 
-// sourceStatement is a statement of the source as the target runs it. A
+// sourceStatement is a statement of the source as the target runs it,
+// without a terminator and comments after it (withoutTrailer). A
 // text that ends in a "#" or "--" comment gets a line end, or the comment
 // would swallow the separator of the statement that follows it. A DROP in
 // a DDL group runs with sql_if_exists: the source logs DROP TABLE a, b with
 // error code 0 after dropping the ones that existed, and MariaDB's replica
 // applies DDL idempotently (slave_ddl_exec_mode=IDEMPOTENT, its default).
 func sourceStatement(text string, ddl bool) string {
+	text = withoutTrailer(text)
 	if strings.Contains(text, "#") || strings.Contains(text, "--") {
 		text += "\n"
 	}
