@@ -26,8 +26,13 @@ import (
 
 // maxRetries bounds how often one transaction is tried again after a
 // deadlock or lock wait timeout; lost connections are retried until the
-// target is back or the run is stopped.
-const maxRetries = 10
+// target is back or the run is stopped, but maxLost times at most for one
+// job on connections that were made again: a target that drops every
+// connection running it will not apply it by being asked once more.
+const (
+	maxRetries = 10
+	maxLost    = 30
+)
 
 // WorkerState is what a worker is doing, for status reports.
 type WorkerState string
@@ -444,7 +449,7 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			return err
 		}
 	}
-	retries := 0
+	retries, lost := 0, 0
 	// attempted: this job has been sent to the target once in this run, so
 	// its group may be there though its position is not.
 	attempted := false
@@ -613,9 +618,14 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			return err
 		}
 		if target.Lost(ae.Err) {
+			w.close()
+			if lost++; lost >= maxLost {
+				return fmt.Errorf("%w: the target dropped the connection applying it %d times in a row, each time on a connection made again; "+
+					"see the target's error log for why (the transaction is not applied, its position is where the run stopped)", ae, lost)
+			}
 			w.log.Warn("target connection lost; reconnecting", "gtid", txn.GTID(), "error", ae.Err)
 			w.replica.retried(RetryLostConnection)
-			w.close()
+			time.Sleep(min(time.Duration(lost)*10*time.Millisecond, 200*time.Millisecond))
 			continue
 		}
 		if target.Interrupted(ae.Err) {

@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -333,5 +334,51 @@ func TestLoadDataOnATargetWithoutLocalInfile(t *testing.T) {
 	}
 	if n := queryText(t, sb.Target, "SELECT COUNT(*) FROM ld.t"); n != "0" {
 		t.Errorf("the target holds %s rows of the refused LOAD DATA", n)
+	}
+}
+
+// TestTargetThatDropsEveryConnectionOnATransactionStops: a target that
+// drops the connection each time it runs one transaction (here a trigger
+// only the target has, and a killer of its connections) must stop the run
+// with an error that names the transaction, not have gapless reconnect and
+// try again for ever; the transaction is not applied, the one before is.
+func TestTargetThatDropsEveryConnectionOnATransactionStops(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE drops",
+		"CREATE TABLE drops.t (a INT PRIMARY KEY) ENGINE=InnoDB",
+		"INSERT INTO drops.t VALUES (1)",
+	)
+	relay := filepath.Join(t.TempDir(), "relay")
+	replicateUntilCaughtUp(t, sb, relay)
+	mustExec(t, sb.Target, "SET SESSION sql_log_bin=0",
+		"CREATE TRIGGER drops.slow BEFORE INSERT ON drops.t FOR EACH ROW SET @gapless_test_drops = SLEEP(0.2)")
+	// A statement, so that the target's trigger runs.
+	mustExec(t, sb.Primary, "SET SESSION binlog_format=MIXED", "INSERT INTO drops.t VALUES (2)")
+	stuck := domain0(t, sb.Primary)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		target := rootDB(t, sb.Target)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			var id int64
+			if target.QueryRow("SELECT ID FROM information_schema.PROCESSLIST WHERE STATE = 'User sleep' LIMIT 1").Scan(&id) == nil {
+				target.Exec(fmt.Sprintf("KILL CONNECTION %d", id))
+			}
+		}
+	}()
+	r := gapless(t, nil, "replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
+		"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0")
+	if r.code == 0 || !strings.Contains(r.stderr, stuck.String()) || !strings.Contains(r.stderr, "dropped the connection") {
+		t.Fatalf("gapless did not stop at %s, dropped on every try, with one message (exit %d):\n%s", stuck, r.code, r.stderr)
+	}
+	var n int
+	if err := rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM drops.t").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%v: drops.t holds %d rows on the target; want 1", err, n)
 	}
 }
