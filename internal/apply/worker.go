@@ -640,6 +640,11 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			w.replica.retried(RetryInterrupted)
 			continue
 		}
+		if ae.Transient() && len(j.txns) == 1 && w.session != nil && w.session.AppliesInParts(txn) {
+			return fmt.Errorf("%w: this transaction writes tables that are not transactional, in parts the target commits one after another, "+
+				"and the parts before the one that failed stay on the target, so gapless does not run it again (MariaDB's replica does not either); "+
+				"make the target's tables what the source's were after it, then replicate with --skip-gtid %s (skipping it without that loses its changes)", ae, txn.GTID())
+		}
 		if ae.Transient() && retries < maxRetries {
 			retries++
 			w.replica.retriedAfter(ae.Code)

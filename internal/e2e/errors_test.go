@@ -382,3 +382,42 @@ func TestTargetThatDropsEveryConnectionOnATransactionStops(t *testing.T) {
 		t.Fatalf("%v: drops.t holds %d rows on the target; want 1", err, n)
 	}
 }
+
+// TestGroupAppliedInPartsIsNotRunAgain: a group of statements that writes
+// an InnoDB and a MyISAM table (the source in STATEMENT format) runs on a
+// target that binlogs the source's GTIDs in parts, each committed at once.
+// When a later part fails with a transient error (a lock wait timeout on
+// the MyISAM table, which the target holds locked), the part before it is
+// on the target: gapless must stop, as MariaDB's replica does, and not run
+// the group again, which wrote the InnoDB row once more at each try.
+func TestGroupAppliedInPartsIsNotRunAgain(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE parts",
+		"CREATE TABLE parts.t (a INT) ENGINE=InnoDB", // no key: a row written twice shows
+		"CREATE TABLE parts.m (a INT) ENGINE=MyISAM",
+	)
+	relay := filepath.Join(t.TempDir(), "relay")
+	replicateUntilCaughtUp(t, sb, relay)
+	mustExec(t, sb.Primary, "SET SESSION binlog_format=STATEMENT",
+		"BEGIN", "INSERT INTO parts.t VALUES (8)", "INSERT INTO parts.m VALUES (2)", "COMMIT")
+	stuck := domain0(t, sb.Primary)
+	locker, err := rootDB(t, sb.Target).Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close()
+	if _, err := locker.ExecContext(context.Background(), "LOCK TABLES parts.m WRITE"); err != nil {
+		t.Fatal(err)
+	}
+	r := gapless(t, nil, "replicate", "--source", sb.SourceURL, "--target", sb.TargetURL+"?lock_wait_timeout=1",
+		"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0")
+	locker.ExecContext(context.Background(), "UNLOCK TABLES")
+	if r.code == 0 || !strings.Contains(r.stderr, stuck.String()) || !strings.Contains(r.stderr, "does not run it again") {
+		t.Fatalf("gapless did not stop at %s, a group applied in parts whose later part failed (exit %d):\n%s", stuck, r.code, r.stderr)
+	}
+	var n int
+	if err := rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM parts.t").Scan(&n); err != nil || n > 1 {
+		t.Fatalf("%v: parts.t holds %d rows on the target; the group's first part ran more than once", err, n)
+	}
+}
