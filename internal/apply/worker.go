@@ -374,6 +374,8 @@ func (w *worker) severalAlone(ctx context.Context, j *job, from int) (n, then, e
 		w.replica.retried(RetryLostConnection)
 		w.close()
 		return n, nextUnsure, end, nil
+	case ae.Transient() && target.PartsStay(several.txns[min(n, len(several.txns)-1)]):
+		return n, nextAlone, end, partsStay(several.txns[min(n, len(several.txns)-1)], ae)
 	case ae.Transient():
 		// Tried again alone, as the first try of a group alone would be:
 		// after asking the target's binlog, since a group that failed
@@ -453,6 +455,9 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 	// attempted: this job has been sent to the target once in this run, so
 	// its group may be there though its position is not.
 	attempted := false
+	// begun: why this job may have run in part already (the error its
+	// last try met), or nil.
+	var begun error
 	// lateRetry: a job that failed after starting beside its dependencies
 	// runs once more after everything before it has committed, so that an
 	// error is only ever reported from the order the source had.
@@ -527,6 +532,7 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 				w.committed(j)
 				return nil
 			}
+			begun = errRoundTripLost
 		}
 		w.setState(StateApplying, j)
 		stmt := w.checkpointStatement(j)
@@ -550,6 +556,9 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 				w.log.Info("the target's binlog holds groups applied alone past the position whose positions were not written (a run killed, or a round trip lost); they are taken as applied", "from", txn.GTID(), "through", through.String())
 				w.replica.through.Store(domain, through)
 			}
+		}
+		if !skip && err == nil && begun != nil && len(j.txns) == 1 && target.PartsStay(txn) {
+			return partsStay(txn, begun)
 		}
 		// Whose turn it already is (always so with causal order) commits
 		// in the same round trip as it executes.
@@ -583,6 +592,7 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			switch {
 			case errors.Is(err, errYield):
 				w.log.Info("rolled back to let an earlier transaction take its lock", "gtid", txn.GTID())
+				begun = err
 				w.session.Rollback(run)
 				release()
 				w.replica.retried(RetryYield)
@@ -617,6 +627,7 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		if !errors.As(err, &ae) {
 			return err
 		}
+		begun = ae
 		if target.Lost(ae.Err) {
 			w.close()
 			if lost++; lost >= maxLost {
@@ -639,11 +650,6 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			}
 			w.replica.retried(RetryInterrupted)
 			continue
-		}
-		if ae.Transient() && len(j.txns) == 1 && w.session != nil && w.session.AppliesInParts(txn) {
-			return fmt.Errorf("%w: this transaction writes tables that are not transactional, in parts the target commits one after another, "+
-				"and the parts before the one that failed stay on the target, so gapless does not run it again (MariaDB's replica does not either); "+
-				"make the target's tables what the source's were after it, then replicate with --skip-gtid %s (skipping it without that loses its changes)", ae, txn.GTID())
 		}
 		if ae.Transient() && retries < maxRetries {
 			retries++
@@ -705,6 +711,24 @@ func (w *worker) settleDropped(ctx context.Context, j *job) error {
 	}
 	w.replica.rolledBack.Add(int64(len(j.txns)))
 	return errDropped
+}
+
+// errRoundTripLost is why a group may have run in part when the round trip
+// of several groups that held it was lost amid them.
+var errRoundTripLost = errors.New("the target connection was lost, or a statement interrupted, while a round trip of groups applied alone that held it ran")
+
+// partsStay is the error that stops the run at txn, a group whose
+// statements' writes stay on the target as each runs (target.PartsStay),
+// when a try of it failed or was lost (why) after it may have begun.
+func partsStay(txn *binlog.Transaction, why error) error {
+	var ae *target.ApplyError
+	if !errors.As(why, &ae) {
+		why = fmt.Errorf("apply %s: %w", txn.GTID(), why)
+	}
+	return fmt.Errorf("%w; it writes tables that are not transactional on the target (or makes a table before writing its rows), "+
+		"so what its statements before the failing one wrote stays on the target: gapless does not run it again, as MariaDB's replica "+
+		"does not retry such a transaction; make the target's tables what the source's were after it, "+
+		"then replicate with --skip-gtid %s (skipping it without that loses its changes)", why, txn.GTID())
 }
 
 // committed records the job's transactions as committed.

@@ -383,41 +383,73 @@ func TestTargetThatDropsEveryConnectionOnATransactionStops(t *testing.T) {
 	}
 }
 
-// TestGroupAppliedInPartsIsNotRunAgain: a group of statements that writes
-// an InnoDB and a MyISAM table (the source in STATEMENT format) runs on a
-// target that binlogs the source's GTIDs in parts, each committed at once.
-// When a later part fails with a transient error (a lock wait timeout on
-// the MyISAM table, which the target holds locked), the part before it is
-// on the target: gapless must stop, as MariaDB's replica does, and not run
-// the group again, which wrote the InnoDB row once more at each try.
-func TestGroupAppliedInPartsIsNotRunAgain(t *testing.T) {
+// TestGroupWhoseWritesStayIsNotRunAgain: a group that writes an InnoDB
+// table, then two MyISAM tables, meets a lock wait timeout on the last one
+// (the target holds it locked). The writes before stay on the target: with
+// its binlog written the target commits each statement of such a group as
+// a part of its own, and without it the MyISAM row is written at once
+// whatever the transaction does. gapless must stop at the group, as
+// MariaDB's replica does, not run it again: each try wrote those rows once
+// more. With and without the target's binlog, alone and after 200 MyISAM
+// groups (a round trip of several groups applied alone holds it). The
+// source logs in STATEMENT format: in ROW it writes each MyISAM statement's
+// rows as a group of its own, which a retry may run again.
+func TestGroupWhoseWritesStayIsNotRunAgain(t *testing.T) {
+	for _, binlog := range []bool{true, false} {
+		for _, amid := range []bool{false, true} {
+			t.Run(fmt.Sprintf("binlog=%v/amid-a-run=%v", binlog, amid), func(t *testing.T) { groupWhoseWritesStay(t, binlog, amid) })
+		}
+	}
+}
+
+func groupWhoseWritesStay(t *testing.T, binlog, amid bool) {
 	sb := upSandbox(t)
 	mustExec(t, sb.Primary,
 		"CREATE DATABASE parts",
 		"CREATE TABLE parts.t (a INT) ENGINE=InnoDB", // no key: a row written twice shows
 		"CREATE TABLE parts.m (a INT) ENGINE=MyISAM",
+		"CREATE TABLE parts.locked (a INT) ENGINE=MyISAM",
+		"CREATE TABLE parts.before (a INT) ENGINE=MyISAM",
 	)
 	relay := filepath.Join(t.TempDir(), "relay")
-	replicateUntilCaughtUp(t, sb, relay)
-	mustExec(t, sb.Primary, "SET SESSION binlog_format=STATEMENT",
-		"BEGIN", "INSERT INTO parts.t VALUES (8)", "INSERT INTO parts.m VALUES (2)", "COMMIT")
+	var extra []string
+	if !binlog {
+		extra = append(extra, "--no-target-binlog")
+	}
+	replicateUntilCaughtUp(t, sb, relay, extra...)
+	stmts := []string{"SET SESSION binlog_format=STATEMENT"}
+	if amid {
+		for i := range 200 {
+			stmts = append(stmts, fmt.Sprintf("INSERT INTO parts.before VALUES (%d)", i))
+		}
+	}
+	mustExec(t, sb.Primary, append(stmts, "BEGIN", "INSERT INTO parts.t VALUES (8)", "INSERT INTO parts.m VALUES (2)",
+		"INSERT INTO parts.locked VALUES (3)", "COMMIT")...)
 	stuck := domain0(t, sb.Primary)
 	locker, err := rootDB(t, sb.Target).Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer locker.Close()
-	if _, err := locker.ExecContext(context.Background(), "LOCK TABLES parts.m WRITE"); err != nil {
+	if _, err := locker.ExecContext(context.Background(), "LOCK TABLES parts.locked WRITE"); err != nil {
 		t.Fatal(err)
 	}
-	r := gapless(t, nil, "replicate", "--source", sb.SourceURL, "--target", sb.TargetURL+"?lock_wait_timeout=1",
-		"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0")
+	r := gapless(t, nil, append([]string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL + "?lock_wait_timeout=1",
+		"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0"}, extra...)...)
 	locker.ExecContext(context.Background(), "UNLOCK TABLES")
-	if r.code == 0 || !strings.Contains(r.stderr, stuck.String()) || !strings.Contains(r.stderr, "does not run it again") {
-		t.Fatalf("gapless did not stop at %s, a group applied in parts whose later part failed (exit %d):\n%s", stuck, r.code, r.stderr)
+	for _, table := range []string{"parts.t", "parts.m"} {
+		var n int
+		if err := rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil || n > 1 {
+			t.Fatalf("%v: %s holds %d rows on the target; the group ran more than once:\n%s", err, table, n, r.stderr)
+		}
 	}
-	var n int
-	if err := rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM parts.t").Scan(&n); err != nil || n > 1 {
-		t.Fatalf("%v: parts.t holds %d rows on the target; the group's first part ran more than once", err, n)
+	if r.code == 0 || !strings.Contains(r.stderr, stuck.String()) || !strings.Contains(r.stderr, "does not run it again") {
+		t.Fatalf("gapless did not stop at %s, a group whose writes stay, after its last statement failed (exit %d):\n%s", stuck, r.code, r.stderr)
+	}
+	if amid {
+		var n int
+		if err := rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM parts.before").Scan(&n); err != nil || n != 200 {
+			t.Fatalf("%v: parts.before holds %d rows on the target; want the 200 of the groups before the one that failed", err, n)
+		}
 	}
 }

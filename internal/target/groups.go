@@ -129,6 +129,41 @@ func AppliesAlone(txn *binlog.Transaction) bool {
 	return s == shapeAlone || s == shapeXAPrepare
 }
 
+// PartsStay reports whether txn, should it fail amid its statements, may
+// leave on the target what the statements before the failing one wrote:
+// a group of several statements (a run of row events is one) that the
+// source did not flag transactional, or whose tables are not transactional
+// on the target (Engines). Rolling it back does not undo those writes, so
+// once it has begun it does not run again (nor does MariaDB's replica
+// retry a transaction that changed a table that is not transactional).
+// So is a CREATE TABLE ... SELECT logged as rows: the table is made, and
+// committed, before its rows are written.
+func PartsStay(txn *binlog.Transaction) bool {
+	if ddlWithRows(txn) {
+		return true
+	}
+	if txn.Has(binlog.FlagTransactional) || txn.Has(binlog.FlagDDL) || txn.Has(binlog.FlagStandalone) {
+		return false
+	}
+	n := 0
+	for _, ev := range txn.Events {
+		switch e := ev.Data.(type) {
+		case *replication.RowsEvent:
+			if e.Flags&replication.RowsEventStmtEndFlag != 0 {
+				n++
+			}
+		case *replication.ExecuteLoadQueryEvent:
+			n++
+		case *replication.QueryEvent:
+			text := strings.TrimSpace(string(e.Query))
+			if binlog.ControlStatement(e.Query) == "" && !setsSavepoint(text) && !startsWithWord(text, "ROLLBACK") && !startsWithWord(text, "XA") {
+				n++
+			}
+		}
+	}
+	return n > 1
+}
+
 // FollowsAlone reports whether txn, a group applied alone, may run on the
 // worker that applied the group before it, right after it, without the
 // coordinator in between (a run of them is one job): a group the source

@@ -1043,13 +1043,6 @@ func (s *Session) rowsApart(txn *binlog.Transaction) bool {
 	return s.opts.KeepGTID && s.opts.WriteBinlog && !s.whole && ddlWithRows(txn)
 }
 
-// AppliesInParts reports whether txn runs in several target transactions
-// (rowsApart, statementsApart): should one fail, those before it stay on
-// the target.
-func (s *Session) AppliesInParts(txn *binlog.Transaction) bool {
-	return s.rowsApart(txn) || s.statementsApart(txn, shapeOf(txn)) > 0
-}
-
 // statementsApart returns how many statements a group of statements that
 // is not transactional holds, when there are several and the target binlogs
 // the source's GTIDs, or 0. Each statement's changes to a table that is not
