@@ -394,15 +394,20 @@ func TestTargetThatDropsEveryConnectionOnATransactionStops(t *testing.T) {
 // groups (a round trip of several groups applied alone holds it). The
 // source logs in STATEMENT format: in ROW it writes each MyISAM statement's
 // rows as a group of its own, which a retry may run again.
+//
+// Killed: the connection that waits for the lock is killed instead, then
+// the lock released. A run that tried the group again went on and ended
+// with exit 0, the rows written twice.
 func TestGroupWhoseWritesStayIsNotRunAgain(t *testing.T) {
 	for _, binlog := range []bool{true, false} {
 		for _, amid := range []bool{false, true} {
-			t.Run(fmt.Sprintf("binlog=%v/amid-a-run=%v", binlog, amid), func(t *testing.T) { groupWhoseWritesStay(t, binlog, amid) })
+			t.Run(fmt.Sprintf("binlog=%v/amid-a-run=%v", binlog, amid), func(t *testing.T) { groupWhoseWritesStay(t, binlog, amid, false) })
 		}
+		t.Run(fmt.Sprintf("binlog=%v/killed", binlog), func(t *testing.T) { groupWhoseWritesStay(t, binlog, false, true) })
 	}
 }
 
-func groupWhoseWritesStay(t *testing.T, binlog, amid bool) {
+func groupWhoseWritesStay(t *testing.T, binlog, amid, killed bool) {
 	sb := upSandbox(t)
 	mustExec(t, sb.Primary,
 		"CREATE DATABASE parts",
@@ -434,7 +439,25 @@ func groupWhoseWritesStay(t *testing.T, binlog, amid bool) {
 	if _, err := locker.ExecContext(context.Background(), "LOCK TABLES parts.locked WRITE"); err != nil {
 		t.Fatal(err)
 	}
-	r := gapless(t, nil, append([]string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL + "?lock_wait_timeout=1",
+	wait := "1"
+	if killed {
+		wait = "60"
+		go func() {
+			// Kill the apply connection that waits for the lock, then release it.
+			defer locker.ExecContext(context.Background(), "UNLOCK TABLES")
+			for range 300 {
+				var id int64
+				err := rootDB(t, sb.Target).QueryRow("SELECT ID FROM information_schema.PROCESSLIST " +
+					"WHERE USER = 'gapless' AND STATE LIKE 'Waiting for table%' LIMIT 1").Scan(&id)
+				if err == nil {
+					rootDB(t, sb.Target).Exec(fmt.Sprintf("KILL CONNECTION %d", id))
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+	}
+	r := gapless(t, nil, append([]string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL + "?lock_wait_timeout=" + wait,
 		"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0"}, extra...)...)
 	locker.ExecContext(context.Background(), "UNLOCK TABLES")
 	for _, table := range []string{"parts.t", "parts.m"} {
