@@ -143,7 +143,11 @@ type Replica struct {
 	guarded atomic.Pointer[guardedGroup]
 	// through holds, by GTID domain, the last group the run before
 	// applied without writing its position (target.Session.AppliedAlone).
-	through  sync.Map
+	through sync.Map
+	// begun holds, by GTID domain, the last group whose writes stay
+	// (target.PartsStay) that a run before this one began
+	// (checkpoint.Store.Begun); read at the start, never written.
+	begun    map[uint32]gtid.MariaDBGTID
 	lock     *checkpoint.Lock
 	clog     *commitLog
 	workers  []*worker
@@ -229,6 +233,9 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 		return Result{}, err
 	}
 	if err := r.store.ClearStop(ctx); err != nil {
+		return Result{}, err
+	}
+	if r.begun, err = r.store.Begun(ctx); err != nil {
 		return Result{}, err
 	}
 	defer func() { r.recordStop(err) }()

@@ -337,7 +337,9 @@ func (w *worker) severalAlone(ctx context.Context, j *job, from int) (n, then, e
 		return 0, nextAlone, from, nil
 	}
 	end = from
-	for end < len(j.txns) && end-from < w.several && w.session.Pipelines(j.txns[end]) {
+	// A group whose writes stay runs alone (applyJob): its begun mark is
+	// committed before it runs.
+	for end < len(j.txns) && end-from < w.several && w.session.Pipelines(j.txns[end]) && !target.PartsStay(j.txns[end]) {
 		end++
 	}
 	if end-from < 2 {
@@ -374,8 +376,6 @@ func (w *worker) severalAlone(ctx context.Context, j *job, from int) (n, then, e
 		w.replica.retried(RetryLostConnection)
 		w.close()
 		return n, nextUnsure, end, nil
-	case ae.Transient() && target.PartsStay(several.txns[min(n, len(several.txns)-1)]):
-		return n, nextAlone, end, partsStay(several.txns[min(n, len(several.txns)-1)], ae)
 	case ae.Transient():
 		// Tried again alone, as the first try of a group alone would be:
 		// after asking the target's binlog, since a group that failed
@@ -557,8 +557,18 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 				w.replica.through.Store(domain, through)
 			}
 		}
-		if !skip && err == nil && begun != nil && len(j.txns) == 1 && target.PartsStay(txn) {
-			return partsStay(txn, begun)
+		if !skip && err == nil && len(j.txns) == 1 && target.PartsStay(txn) {
+			if begun == nil && w.replica.begun[domain] == txn.MariaDB {
+				begun = errBegunBefore
+			}
+			if begun != nil {
+				return partsStay(txn, begun)
+			}
+			// Before its first statement runs: a crash amid it must not
+			// let a later run begin it again.
+			if err := w.replica.store.MarkBegun(run, txn.MariaDB); err != nil {
+				return err
+			}
 		}
 		// Whose turn it already is (always so with causal order) commits
 		// in the same round trip as it executes.
@@ -716,6 +726,10 @@ func (w *worker) settleDropped(ctx context.Context, j *job) error {
 // errRoundTripLost is why a group may have run in part when the round trip
 // of several groups that held it was lost amid them.
 var errRoundTripLost = errors.New("the target connection was lost, or a statement interrupted, while a round trip of groups applied alone that held it ran")
+
+// errBegunBefore is why a group may have run in part when a run before
+// this one began it (checkpoint.Store.Begun) and did not write its position.
+var errBegunBefore = errors.New("a run before this one began it and stopped, or was killed, before its position was written")
 
 // partsStay is the error that stops the run at txn, a group whose
 // statements' writes stay on the target as each runs (target.PartsStay),

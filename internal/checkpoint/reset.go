@@ -1,6 +1,6 @@
 // reset.go clears a stream's position, for an operator who re-seeded the
-// target from a backup: the rows of the stream in gapless.checkpoint and
-// gapless.workers go, so that the next run starts from --start-position (or
+// target from a backup: the rows of the stream in gapless.checkpoint,
+// gapless.workers and gapless.begun go, so that the next run starts from --start-position (or
 // the target's @@gtid_slave_pos).
 //
 // Invariant: a position is never removed under a running applier. Reset
@@ -77,6 +77,9 @@ func Reset(ctx context.Context, db *sql.DB, stream string) (Removed, error) {
 	if err == nil {
 		n, _ = res.RowsAffected()
 		removed.WorkerRows = int(n)
+	}
+	if err := clearBegun(ctx, conn, stream); err != nil {
+		return Removed{}, err
 	}
 	if err := clearStop(ctx, db, stream); err != nil {
 		return Removed{}, err

@@ -384,30 +384,31 @@ func TestTargetThatDropsEveryConnectionOnATransactionStops(t *testing.T) {
 }
 
 // TestGroupWhoseWritesStayIsNotRunAgain: a group that writes an InnoDB
-// table, then two MyISAM tables, meets a lock wait timeout on the last one
-// (the target holds it locked). The writes before stay on the target: with
-// its binlog written the target commits each statement of such a group as
-// a part of its own, and without it the MyISAM row is written at once
+// table, then two MyISAM tables, waits for a lock on the last one (the
+// target holds it locked). The writes before stay on the target: with its
+// binlog written the target commits each statement of such a group as a
+// part of its own, and without it the MyISAM row is written at once
 // whatever the transaction does. gapless must stop at the group, as
 // MariaDB's replica does, not run it again: each try wrote those rows once
-// more. With and without the target's binlog, alone and after 200 MyISAM
-// groups (a round trip of several groups applied alone holds it). The
-// source logs in STATEMENT format: in ROW it writes each MyISAM statement's
-// rows as a group of its own, which a retry may run again.
+// more. With and without the target's binlog, after:
+//   - timeout: a lock wait timeout, the group alone or after 200 MyISAM
+//     groups (runs of groups applied alone);
+//   - killed: the connection that waits is killed, then the lock released
+//     (a run that tried again went on to exit 0, the rows written twice);
+//   - crashed: gapless is killed with SIGKILL while it waits, the
+//     connection too, and a new run starts (it ran the group again).
 //
-// Killed: the connection that waits for the lock is killed instead, then
-// the lock released. A run that tried the group again went on and ended
-// with exit 0, the rows written twice.
+// The source logs in STATEMENT format: in ROW it writes each MyISAM
+// statement's rows as a group of its own, which a retry may run again.
 func TestGroupWhoseWritesStayIsNotRunAgain(t *testing.T) {
 	for _, binlog := range []bool{true, false} {
-		for _, amid := range []bool{false, true} {
-			t.Run(fmt.Sprintf("binlog=%v/amid-a-run=%v", binlog, amid), func(t *testing.T) { groupWhoseWritesStay(t, binlog, amid, false) })
+		for _, end := range []string{"timeout", "timeout-amid-a-run", "killed", "crashed"} {
+			t.Run(fmt.Sprintf("binlog=%v/%s", binlog, end), func(t *testing.T) { groupWhoseWritesStay(t, binlog, end) })
 		}
-		t.Run(fmt.Sprintf("binlog=%v/killed", binlog), func(t *testing.T) { groupWhoseWritesStay(t, binlog, false, true) })
 	}
 }
 
-func groupWhoseWritesStay(t *testing.T, binlog, amid, killed bool) {
+func groupWhoseWritesStay(t *testing.T, binlog bool, end string) {
 	sb := upSandbox(t)
 	mustExec(t, sb.Primary,
 		"CREATE DATABASE parts",
@@ -423,6 +424,7 @@ func groupWhoseWritesStay(t *testing.T, binlog, amid, killed bool) {
 	}
 	replicateUntilCaughtUp(t, sb, relay, extra...)
 	stmts := []string{"SET SESSION binlog_format=STATEMENT"}
+	amid := end == "timeout-amid-a-run"
 	if amid {
 		for i := range 200 {
 			stmts = append(stmts, fmt.Sprintf("INSERT INTO parts.before VALUES (%d)", i))
@@ -439,26 +441,43 @@ func groupWhoseWritesStay(t *testing.T, binlog, amid, killed bool) {
 	if _, err := locker.ExecContext(context.Background(), "LOCK TABLES parts.locked WRITE"); err != nil {
 		t.Fatal(err)
 	}
-	wait := "1"
-	if killed {
-		wait = "60"
+	// waiting returns the id of the apply connection that waits for the lock.
+	waiting := func() int64 {
+		for range 500 {
+			var id int64
+			err := rootDB(t, sb.Target).QueryRow("SELECT ID FROM information_schema.PROCESSLIST " +
+				"WHERE USER = 'gapless' AND STATE LIKE 'Waiting for table%' LIMIT 1").Scan(&id)
+			if err == nil {
+				return id
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Error("no apply connection waited for the table lock")
+		return 0
+	}
+	args := append([]string{"replicate", "--source", sb.SourceURL, "--until", binlogPos(t, sb.Primary),
+		"--relay-dir", relay, "--progress", "0"}, extra...)
+	var r run
+	switch end {
+	case "timeout", "timeout-amid-a-run":
+		r = gapless(t, nil, append(args, "--target", sb.TargetURL+"?lock_wait_timeout=1")...)
+	case "killed":
 		go func() {
-			// Kill the apply connection that waits for the lock, then release it.
 			defer locker.ExecContext(context.Background(), "UNLOCK TABLES")
-			for range 300 {
-				var id int64
-				err := rootDB(t, sb.Target).QueryRow("SELECT ID FROM information_schema.PROCESSLIST " +
-					"WHERE USER = 'gapless' AND STATE LIKE 'Waiting for table%' LIMIT 1").Scan(&id)
-				if err == nil {
-					rootDB(t, sb.Target).Exec(fmt.Sprintf("KILL CONNECTION %d", id))
-					return
-				}
-				time.Sleep(20 * time.Millisecond)
+			if id := waiting(); id != 0 {
+				rootDB(t, sb.Target).Exec(fmt.Sprintf("KILL CONNECTION %d", id))
 			}
 		}()
+		r = gapless(t, nil, append(args, "--target", sb.TargetURL+"?lock_wait_timeout=60")...)
+	case "crashed":
+		cmd, _, wait := background(t, append(args, "--target", sb.TargetURL+"?lock_wait_timeout=60")...)
+		id := waiting()
+		cmd.Process.Signal(syscall.SIGKILL)
+		wait()
+		rootDB(t, sb.Target).Exec(fmt.Sprintf("KILL CONNECTION %d", id))
+		locker.ExecContext(context.Background(), "UNLOCK TABLES")
+		r = gapless(t, nil, append(args, "--target", sb.TargetURL)...)
 	}
-	r := gapless(t, nil, append([]string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL + "?lock_wait_timeout=" + wait,
-		"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0"}, extra...)...)
 	locker.ExecContext(context.Background(), "UNLOCK TABLES")
 	for _, table := range []string{"parts.t", "parts.m"} {
 		var n int
@@ -467,7 +486,7 @@ func groupWhoseWritesStay(t *testing.T, binlog, amid, killed bool) {
 		}
 	}
 	if r.code == 0 || !strings.Contains(r.stderr, stuck.String()) || !strings.Contains(r.stderr, "does not run it again") {
-		t.Fatalf("gapless did not stop at %s, a group whose writes stay, after its last statement failed (exit %d):\n%s", stuck, r.code, r.stderr)
+		t.Fatalf("gapless did not stop at %s, a group whose writes stay, after it may have begun (exit %d):\n%s", stuck, r.code, r.stderr)
 	}
 	if amid {
 		var n int

@@ -1,0 +1,96 @@
+// begun.go keeps gapless.begun: per stream and GTID domain, the last group
+// whose writes stay on the target as its statements run (target.PartsStay)
+// that a run began. Such a group cannot be run again once part of it may
+// have run, and a crash amid it leaves no other trace (its position is not
+// written, and without the target's binlog nothing else shows it). So the
+// row is written, and committed, before the group's first statement runs;
+// a later run that is about to run that same group finds it and stops
+// instead. A row outlives the group it names, harmlessly: the group is
+// below the position once applied, and the next such group replaces it.
+//
+// Like gapless.stops, the table and its rows are the target's own state,
+// written outside the target's binlog.
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"gapless/internal/gtid"
+)
+
+const createBegun = `CREATE TABLE IF NOT EXISTS ` + Schema + `.begun (
+  stream    VARCHAR(64)  NOT NULL,
+  domain_id INT UNSIGNED NOT NULL,
+  gtid      VARCHAR(256) NOT NULL COMMENT 'the group whose writes stay that a run began',
+  began_at  DATETIME(6)  NOT NULL COMMENT 'UTC',
+  PRIMARY KEY (stream, domain_id)
+) ENGINE=InnoDB COMMENT='gapless: the last group whose writes stay on the target, per domain, that a run began; outside the binlog'`
+
+// MarkBegun records, durably and outside the target's binlog, that g is
+// about to run.
+func (s *Store) MarkBegun(ctx context.Context, g gtid.MariaDBGTID) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	defer Discard(conn)
+	if _, err := conn.ExecContext(ctx, "SET @@session.sql_log_bin=0"); err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	mark := func() error {
+		_, err := conn.ExecContext(ctx, "REPLACE INTO "+Schema+".begun (stream, domain_id, gtid, began_at) VALUES (?, ?, ?, ?)",
+			s.stream, g.Domain, g.String(), time.Now().UTC().Format(timeLayout))
+		return err
+	}
+	err = mark()
+	if code := mysqlCode(err); code == 1146 {
+		if _, err = conn.ExecContext(ctx, createBegun); err == nil {
+			err = mark()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("target: record in %s.begun that %s begins: %w", Schema, g, err)
+	}
+	return nil
+}
+
+// Begun returns, per domain, the last group whose writes stay that a run
+// of the stream began.
+func (s *Store) Begun(ctx context.Context) (map[uint32]gtid.MariaDBGTID, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT gtid FROM "+Schema+".begun WHERE stream = ?", s.stream)
+	if code := mysqlCode(err); code == 1146 || code == 1049 {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("target: read %s.begun: %w", Schema, err)
+	}
+	defer rows.Close()
+	begun := map[uint32]gtid.MariaDBGTID{}
+	for rows.Next() {
+		var text string
+		if err := rows.Scan(&text); err != nil {
+			return nil, fmt.Errorf("target: read %s.begun: %w", Schema, err)
+		}
+		g, err := gtid.ParseMariaDBGTID(text)
+		if err != nil {
+			return nil, fmt.Errorf("target: %s.begun holds %q: %w", Schema, text, err)
+		}
+		begun[g.Domain] = g
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("target: read %s.begun: %w", Schema, err)
+	}
+	return begun, nil
+}
+
+// clearBegun forgets the stream's begun groups (Reset).
+func clearBegun(ctx context.Context, conn *sql.Conn, stream string) error {
+	_, err := conn.ExecContext(ctx, "DELETE FROM "+Schema+".begun WHERE stream = ?", stream)
+	if code := mysqlCode(err); err != nil && code != 1146 {
+		return fmt.Errorf("target: clear %s.begun: %w", Schema, err)
+	}
+	return nil
+}
