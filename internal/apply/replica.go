@@ -797,6 +797,10 @@ func (r *Replica) gapless() (int64, gtid.MariaDBPosition) {
 
 // stopError adds to a permanent apply error how to get past it.
 func stopError(err error) error {
+	var stayed *stayedError
+	if errors.As(err, &stayed) {
+		return fmt.Errorf("%w\nreplication stopped before %s", err, stayed.gtid)
+	}
 	var ae *target.ApplyError
 	if errors.As(err, &ae) {
 		return fmt.Errorf("%w\nreplication stopped before %s; fix the cause and run again, or skip this transaction with --skip-gtid %s (the target then lacks its changes for good)", err, ae.GTID, ae.GTID)

@@ -739,11 +739,21 @@ func partsStay(txn *binlog.Transaction, why error) error {
 	if !errors.As(why, &ae) {
 		why = fmt.Errorf("apply %s: %w", txn.GTID(), why)
 	}
-	return fmt.Errorf("%w; it writes tables that are not transactional on the target (or makes a table before writing its rows), "+
-		"so what its statements before the failing one wrote stays on the target: gapless does not run it again, as MariaDB's replica "+
-		"does not retry such a transaction; make the target's tables what the source's were after it, "+
-		"then replicate with --skip-gtid %s (skipping it without that loses its changes)", why, txn.GTID())
+	return &stayedError{gtid: txn.GTID(), err: fmt.Errorf("%w; it writes tables that are not transactional on the target (or makes a table before writing its rows), "+
+		"so what its statements before the one that failed or was cut off wrote may be on the target: gapless does not run it again, "+
+		"as MariaDB's replica does not retry such a transaction; make the target's tables what the source's were after it, "+
+		"then replicate with --skip-gtid %s (skipping it without that loses its changes); or, to have it run, make them what they were "+
+		"before it and delete its row from %s.begun", why, txn.GTID(), checkpoint.Schema)}
 }
+
+// stayedError is partsStay's error: it says how to go on.
+type stayedError struct {
+	gtid string
+	err  error
+}
+
+func (e *stayedError) Error() string { return e.err.Error() }
+func (e *stayedError) Unwrap() error { return e.err }
 
 // committed records the job's transactions as committed.
 func (w *worker) committed(j *job) {
