@@ -131,6 +131,7 @@ func newWorker(r *Replica, slot int) *worker {
 	opts.Warn = func(msg string) { r.log.Warn(msg) }
 	opts.SlotLock = checkpoint.SlotLockName(r.cfg.Stream, slot)
 	opts.DeferPositions = r.cfg.CommitOrder == Strict
+	opts.BegunMark = func(g gtid.MariaDBGTID) string { return r.store.BegunStatement(g) }
 	return &worker{
 		slot: slot, replica: r, db: r.cfg.Target, opts: opts, log: r.log,
 		jobs: make(chan *job, 1), yield: make(chan struct{}, 1),
@@ -337,9 +338,7 @@ func (w *worker) severalAlone(ctx context.Context, j *job, from int) (n, then, e
 		return 0, nextAlone, from, nil
 	}
 	end = from
-	// A group whose writes stay runs alone (applyJob): its begun mark is
-	// committed before it runs.
-	for end < len(j.txns) && end-from < w.several && w.session.Pipelines(j.txns[end]) && !target.PartsStay(j.txns[end]) {
+	for end < len(j.txns) && end-from < w.several && w.session.Pipelines(j.txns[end]) {
 		end++
 	}
 	if end-from < 2 {
@@ -376,6 +375,8 @@ func (w *worker) severalAlone(ctx context.Context, j *job, from int) (n, then, e
 		w.replica.retried(RetryLostConnection)
 		w.close()
 		return n, nextUnsure, end, nil
+	case ae.Transient() && target.PartsStay(several.txns[min(n, len(several.txns)-1)]):
+		return n, nextAlone, end, partsStay(several.txns[min(n, len(several.txns)-1)], ae)
 	case ae.Transient():
 		// Tried again alone, as the first try of a group alone would be:
 		// after asking the target's binlog, since a group that failed
@@ -532,7 +533,16 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 				w.committed(j)
 				return nil
 			}
-			begun = errRoundTripLost
+			if target.PartsStay(txn) {
+				// It began if its mark is the domain's last one.
+				marks, err := w.replica.store.Begun(run)
+				if err != nil {
+					return err
+				}
+				if marks[txn.MariaDB.Domain] == txn.MariaDB {
+					begun = errRoundTripLost
+				}
+			}
 		}
 		w.setState(StateApplying, j)
 		stmt := w.checkpointStatement(j)
@@ -558,16 +568,14 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			}
 		}
 		if !skip && err == nil && len(j.txns) == 1 && target.PartsStay(txn) {
+			// Its round trip first commits that it begins
+			// (Options.BegunMark): a run before this one, or a round
+			// trip of this one that was lost, may have left it in part.
 			if begun == nil && w.replica.begun[domain] == txn.MariaDB {
 				begun = errBegunBefore
 			}
 			if begun != nil {
 				return partsStay(txn, begun)
-			}
-			// Before its first statement runs: a crash amid it must not
-			// let a later run begin it again.
-			if err := w.replica.store.MarkBegun(run, txn.MariaDB); err != nil {
-				return err
 			}
 		}
 		// Whose turn it already is (always so with causal order) commits

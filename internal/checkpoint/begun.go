@@ -3,7 +3,8 @@
 // that a run began. Such a group cannot be run again once part of it may
 // have run, and a crash amid it leaves no other trace (its position is not
 // written, and without the target's binlog nothing else shows it). So the
-// row is written, and committed, before the group's first statement runs;
+// row is written, and committed, before the group's first statement runs
+// (BegunStatement, in the group's own round trip);
 // a later run that is about to run that same group finds it and stops
 // instead. A row outlives the group it names, harmlessly: the group is
 // below the position once applied, and the next such group replaces it.
@@ -16,9 +17,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 
 	"gapless/internal/gtid"
+	"gapless/internal/sqltext"
 )
 
 const createBegun = `CREATE TABLE IF NOT EXISTS ` + Schema + `.begun (
@@ -29,30 +30,20 @@ const createBegun = `CREATE TABLE IF NOT EXISTS ` + Schema + `.begun (
   PRIMARY KEY (stream, domain_id)
 ) ENGINE=InnoDB COMMENT='gapless: the last group whose writes stay on the target, per domain, that a run began; outside the binlog'`
 
-// MarkBegun records, durably and outside the target's binlog, that g is
-// about to run.
-func (s *Store) MarkBegun(ctx context.Context, g gtid.MariaDBGTID) error {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("target: %w", err)
-	}
-	defer Discard(conn)
-	if _, err := conn.ExecContext(ctx, "SET @@session.sql_log_bin=0"); err != nil {
-		return fmt.Errorf("target: %w", err)
-	}
-	mark := func() error {
-		_, err := conn.ExecContext(ctx, "REPLACE INTO "+Schema+".begun (stream, domain_id, gtid, began_at) VALUES (?, ?, ?, ?)",
-			s.stream, g.Domain, g.String(), time.Now().UTC().Format(timeLayout))
-		return err
-	}
-	err = mark()
-	if code := mysqlCode(err); code == 1146 {
-		if _, err = conn.ExecContext(ctx, createBegun); err == nil {
-			err = mark()
+// BegunStatement is the statement that records that g is about to run.
+// The session runs it outside the target's binlog, in autocommit, in the
+// round trip that begins g, before g's first statement.
+func (s *Store) BegunStatement(g gtid.MariaDBGTID) string {
+	return fmt.Sprintf("REPLACE INTO %s.begun (stream, domain_id, gtid, began_at) VALUES (%s, %d, %s, UTC_TIMESTAMP(6))",
+		Schema, sqltext.Literal(s.stream), g.Domain, sqltext.Literal(g.String()))
+}
+
+// createBegunTable makes gapless.begun, outside the target's binlog, on conn.
+func createBegunTable(ctx context.Context, conn *sql.Conn) error {
+	for _, stmt := range []string{"SET @@session.sql_log_bin=0", createBegun} {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("target: create %s.begun: %w", Schema, err)
 		}
-	}
-	if err != nil {
-		return fmt.Errorf("target: record in %s.begun that %s begins: %w", Schema, g, err)
 	}
 	return nil
 }

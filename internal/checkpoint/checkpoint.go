@@ -101,13 +101,15 @@ func Open(ctx context.Context, db *sql.DB, stream string, binlogged bool) (*Stor
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
-	if exists == 2 {
-		return &Store{db: db, stream: stream}, nil
-	}
-	for _, stmt := range []string{setup, createSchema, createTable, createWorkers} {
-		if _, err := conn.ExecContext(ctx, stmt); err != nil {
-			return nil, fmt.Errorf("target: create %s.checkpoint: %w", Schema, err)
+	if exists != 2 {
+		for _, stmt := range []string{setup, createSchema, createTable, createWorkers} {
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				return nil, fmt.Errorf("target: create %s.checkpoint: %w", Schema, err)
+			}
 		}
+	}
+	if err := createBegunTable(ctx, conn); err != nil {
+		return nil, err
 	}
 	return &Store{db: db, stream: stream}, nil
 }

@@ -55,6 +55,10 @@ type Options struct {
 	// and strict commit order, where a domain's position is the highest
 	// of its rows.
 	DeferPositions bool
+	// BegunMark, when set, is the statement that records that a group
+	// whose writes stay (PartsStay) begins (checkpoint.Store.BegunStatement):
+	// it runs outside the binlog, committed, right before the group.
+	BegunMark func(gtid.MariaDBGTID) string
 }
 
 // ErrSlotHeld: another connection, one that outlived its applier or its
@@ -751,6 +755,10 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 	apart := s.statementsApart(txn, shape)
 	s.lastApart = apart
 	defer func() { s.lastApart = 0 }()
+	if s.opts.BegunMark != nil && txn.Flavor == binlog.FlavorMariaDB && PartsStay(txn) {
+		// In autocommit, before anything of the group: committed first.
+		body = s.outsideBinlog(s.opts.BegunMark(txn.MariaDB))
+	}
 	switch {
 	case s.rowsApart(txn), apart > 0:
 		// The first part goes in gapless's own domain; the source's GTID
