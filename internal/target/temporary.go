@@ -9,10 +9,12 @@
 //
 //   - a session that ends on gapless's own terms (Close, reopen) turns
 //     sql_log_bin off first: the drop is not logged;
-//   - between groups the session rests under the target's own server id,
-//     so a drop the server logs after a lost connection or a crash never
-//     looks like the source's transaction (the next run stops on it
-//     instead of skipping);
+//   - between groups the session rests outside the binlog, so a drop at
+//     the end of a connection lost or killed there (gapless crashed) is not
+//     logged, and under the target's own server id, so a drop the server
+//     logs after a connection ends amid a group never looks like the
+//     source's transaction (the next run stops on it instead of skipping);
+//     every round trip on it turns the binlog on again first (Session.run);
 //   - an XA transaction prepared on it keeps the connection (parked) until
 //     its XA COMMIT or XA ROLLBACK, which runs there when it is the
 //     session's next group: a prepared branch holds its connection, and
@@ -67,9 +69,22 @@ func transactionalTemporary(text, stmt string) []string {
 	}
 }
 
-// restStatement puts the session under the target's own server id between
-// groups (a session holding temporary tables may not change its domain).
-const restStatement = "SET @@session.server_id=@@global.server_id"
+// restStatement puts the session outside the binlog and under the target's
+// own server id between groups (a session holding temporary tables may not
+// change its domain); binlogAgain ends the rest.
+const (
+	restStatement = "SET @@session.server_id=@@global.server_id, @@session.sql_log_bin=0"
+	binlogAgain   = "SET @@session.sql_log_bin=1"
+)
+
+// resting ends script, which leaves no transaction open, with the rest of
+// a session that holds temporary tables.
+func (s *Session) resting(script []string) []string {
+	if s.holdsTemporary() && s.opts.KeepGTID {
+		return append(script, restStatement)
+	}
+	return script
+}
 
 // parkedXA is the connection of an XA branch prepared on a session that
 // holds temporary tables, with what the session knew of it.
