@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# soak: sysbench's scripts that no bench workload runs (inserts, deletes,
+# read-write, bulk inserts, tables without a primary key, without
+# AUTO_INCREMENT, on Aria and MyISAM), 8 clients each, in MIXED then in ROW
+# format, each replicated by gapless --workers 8 onto a sandbox target and
+# checked with gapless verify. Prints a line per run and exits 1 at the first
+# run that fails or differs (its servers are left running).
+#   make build && scripts/soak.sh            SECS (10) seconds of load per run
+# Settings through the environment: SECS, SOAK_DIR (/tmp/gapless-soak), GAPLESS (bin/gapless).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bin=${GAPLESS:-./bin/gapless}
+work=${SOAK_DIR:-/tmp/gapless-soak}
+secs=${SECS:-10}
+dir=$work/sandbox
+relay=$work/relay
+
+$bin sandbox down --dir "$dir" --remove >/dev/null 2>&1 || true
+rm -rf "$relay"
+mkdir -p "$work"
+$bin sandbox up --dir "$dir" >/dev/null || exit 1
+eval "$($bin sandbox env --dir "$dir")"
+port=$(echo "$GAPLESS_SOURCE" | sed -E 's#.*:([0-9]+)$#\1#')
+primary() { mariadb --defaults-file="$dir/primary/my.cnf" "$@"; }
+
+# soak NAME FORMAT SCRIPT [sysbench flags...]
+soak() {
+  local name=$1 format=$2 script=$3
+  shift 3
+  primary -e "SET GLOBAL binlog_format=$format; CREATE DATABASE IF NOT EXISTS $name"
+  local sb=(sysbench "$script" --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$port" --mysql-user=gapless
+    --mysql-password=gapless --mysql-db="$name" --tables=4 --table-size=2000 --threads=8 --mysql-ignore-errors=1062,1213,1205 "$@")
+  "${sb[@]}" prepare >"$work/$name.sysbench" 2>&1 || { echo "$name: sysbench prepare failed (see $work/$name.sysbench)"; return 1; }
+  "${sb[@]}" --time="$secs" run >>"$work/$name.sysbench" 2>&1
+  local until start end
+  until=$(primary -N -e "SELECT @@gtid_binlog_pos")
+  start=$(date +%s.%N)
+  if ! $bin replicate --workers 8 --until "$until" --relay-dir "$relay" --progress 0 >"$work/$name.out" 2>"$work/$name.err"; then
+    echo "$name $format $script $*: REPLICATE FAILED"; tail -5 "$work/$name.err"; return 1
+  fi
+  end=$(date +%s.%N)
+  if ! $bin verify >"$work/$name.verify" 2>&1; then
+    echo "$name $format $script $*: TARGET DIFFERS"; tail -5 "$work/$name.verify"; return 1
+  fi
+  printf '%s %s %s %s: equal, %s transactions applied in %.1f s\n' "$name" "$format" "$script" "$*" \
+    "$(grep -oE 'applied [0-9]+' "$work/$name.out" "$work/$name.err" | tail -1 | cut -d' ' -f2)" "$(echo "$end - $start" | bc)"
+}
+
+for format in MIXED ROW; do
+  f=${format,,}
+  soak "ins_$f" "$format" oltp_insert || exit 1
+  soak "del_$f" "$format" oltp_delete || exit 1
+  soak "rw_$f" "$format" oltp_read_write || exit 1
+  soak "bulk_$f" "$format" bulk_insert || exit 1
+  soak "sec_$f" "$format" oltp_write_only --secondary=on || exit 1
+  soak "noai_$f" "$format" oltp_write_only --auto_inc=off || exit 1
+  soak "aria_$f" "$format" oltp_write_only --mysql-storage-engine=aria || exit 1
+  soak "myi_$f" "$format" oltp_insert --mysql-storage-engine=myisam || exit 1
+  soak "upk_$f" "$format" oltp_update_index --rand-type=uniform --secondary=on || exit 1
+done
+$bin sandbox down --dir "$dir" --remove >/dev/null 2>&1
