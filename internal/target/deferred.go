@@ -105,7 +105,7 @@ func (s *Session) DeferredFor() time.Duration {
 func (s *Session) WriteDeferred() error {
 	var errs []error
 	for d, stmt := range s.deferred {
-		if err := s.run(s.resting(s.ownTransaction(stmt))); err != nil {
+		if err := s.run(s.toRest(s.ownTransaction(stmt))); err != nil {
 			s.Rollback(context.Background())
 			errs = append(errs, err)
 		}

@@ -85,6 +85,9 @@ type Session struct {
 	// parked holds an XA branch it prepared meanwhile (temporary.go).
 	temporary bool
 	parked    *parkedXA
+	// resting: the last script ended with restOutsideBinlog, so the session
+	// is outside the binlog until the next one turns it on (run).
+	resting bool
 	// whole, while a group is run again, keeps it in one piece: its parts
 	// could not go to gapless's own domain (statementsApart).
 	whole   bool
@@ -357,10 +360,15 @@ func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint s
 		s.tail = tail
 	}
 	if s.holdsTemporary() && s.opts.KeepGTID {
-		if s.tail == nil || park {
+		switch {
+		case park:
+			// A prepared XA branch holds the session in its transaction,
+			// where sql_log_bin cannot change.
 			script = append(script, restStatement)
-		} else {
-			s.tail = append(s.tail, restStatement)
+		case s.tail == nil:
+			script = append(script, restOutsideBinlog)
+		default:
+			s.tail = append(s.tail, restOutsideBinlog)
 		}
 	}
 	if err := s.run(script); err != nil {
@@ -645,15 +653,28 @@ func (s *Session) Rollback(ctx context.Context) {
 // allows. A statement the source logged with an error ends its round trip,
 // and must fail with that same error (see expecting).
 func (s *Session) run(script []string) error {
+	if len(script) == 0 {
+		return s.send(script)
+	}
+	if s.resting {
+		// The session rests outside the binlog (restOutsideBinlog): the
+		// round trip turns it on again first, and that answer is not the
+		// script's.
+		s.resting = false
+		err := s.send(append([]string{binlogAgain}, script...))
+		s.ran = max(s.ran-1, 0)
+		s.resting = err == nil && script[len(script)-1] == restOutsideBinlog
+		return err
+	}
+	err := s.send(script)
+	s.resting = err == nil && script[len(script)-1] == restOutsideBinlog
+	return err
+}
+
+// send is run without the rest.
+func (s *Session) send(script []string) error {
 	s.conn.files = s.loads
 	s.ran = 0
-	if s.holdsTemporary() && s.opts.KeepGTID && len(script) > 0 {
-		// The session rests outside the binlog between groups
-		// (restStatement): each round trip turns it on again first, and
-		// its answer is not the script's.
-		script = append([]string{binlogAgain}, script...)
-		defer func() { s.ran = max(s.ran-1, 0) }()
-	}
 	var packet []string
 	size := 0
 	guard := -1      // the packet's guarded position statement
@@ -1505,7 +1526,7 @@ func (s *Session) xaPrepared(x xid) (bool, error) {
 
 // Skip records txn as applied without applying it: only its position is written.
 func (s *Session) Skip(ctx context.Context, txn *binlog.Transaction, checkpoint string) error {
-	if err := s.run(s.resting(s.ownTransaction(checkpoint))); err != nil {
+	if err := s.run(s.toRest(s.ownTransaction(checkpoint))); err != nil {
 		s.Rollback(ctx)
 		return newApplyError(txn, err)
 	}

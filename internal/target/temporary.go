@@ -69,19 +69,21 @@ func transactionalTemporary(text, stmt string) []string {
 	}
 }
 
-// restStatement puts the session outside the binlog and under the target's
-// own server id between groups (a session holding temporary tables may not
-// change its domain); binlogAgain ends the rest.
+// restStatement puts the session under the target's own server id between
+// groups (a session holding temporary tables may not change its domain),
+// and restOutsideBinlog outside the binlog too, where no transaction is
+// open; binlogAgain ends that rest (Session.run).
 const (
-	restStatement = "SET @@session.server_id=@@global.server_id, @@session.sql_log_bin=0"
-	binlogAgain   = "SET @@session.sql_log_bin=1"
+	restStatement     = "SET @@session.server_id=@@global.server_id"
+	restOutsideBinlog = restStatement + ", @@session.sql_log_bin=0"
+	binlogAgain       = "SET @@session.sql_log_bin=1"
 )
 
-// resting ends script, which leaves no transaction open, with the rest of
+// toRest ends script, which leaves no transaction open, with the rest of
 // a session that holds temporary tables.
-func (s *Session) resting(script []string) []string {
+func (s *Session) toRest(script []string) []string {
 	if s.holdsTemporary() && s.opts.KeepGTID {
-		return append(script, restStatement)
+		return append(script, restOutsideBinlog)
 	}
 	return script
 }
