@@ -646,7 +646,15 @@ func (s *Session) Rollback(ctx context.Context) {
 	s.unsettled = nil
 	s.rest, s.restTxn = nil, nil
 	s.Forget()
-	s.conn.exec([]string{"ROLLBACK"})
+	if !s.opts.WriteBinlog {
+		s.conn.exec([]string{"ROLLBACK"})
+		return
+	}
+	// A script that failed amid statements run outside the binlog
+	// (outsideBinlog) left the session so: what runs next is binlogged.
+	if s.conn.exec([]string{"ROLLBACK", binlogAgain}) == nil {
+		s.resting = false
+	}
 }
 
 // run sends the statements in as few round trips as max_allowed_packet
