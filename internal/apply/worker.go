@@ -457,8 +457,10 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 	// its group may be there though its position is not.
 	attempted := false
 	// begun: why this job may have run in part already (the error its
-	// last try met), or nil.
-	var begun error
+	// last try met), or nil; cut: the error that cut its last try off
+	// (a lost or interrupted connection), which began it only if its
+	// begun mark was written (see PartsStay below).
+	var begun, cut error
 	// lateRetry: a job that failed after starting beside its dependencies
 	// runs once more after everything before it has committed, so that an
 	// error is only ever reported from the order the source had.
@@ -533,17 +535,20 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 				w.committed(j)
 				return nil
 			}
-			if target.PartsStay(txn) {
-				// It began if its mark is the domain's last one.
-				marks, err := w.replica.store.Begun(run)
-				if err != nil {
-					return err
-				}
-				if marks[txn.MariaDB.Domain] == txn.MariaDB {
-					begun = errRoundTripLost
-				}
+			cut = errRoundTripLost
+		}
+		if cut != nil && w.session != nil && target.PartsStay(txn) {
+			// It began if its mark, committed before its first
+			// statement, is the domain's last one.
+			marks, err := w.replica.store.Begun(run)
+			if err != nil {
+				return err
+			}
+			if marks[txn.MariaDB.Domain] == txn.MariaDB {
+				begun = cut
 			}
 		}
+		cut = nil
 		w.setState(StateApplying, j)
 		stmt := w.checkpointStatement(j)
 		skip := j.skip
@@ -645,7 +650,11 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		if !errors.As(err, &ae) {
 			return err
 		}
-		begun = ae
+		if target.Lost(ae.Err) || target.Interrupted(ae.Err) {
+			cut = ae
+		} else {
+			begun = ae
+		}
 		if target.Lost(ae.Err) {
 			w.close()
 			if lost++; lost >= maxLost {
