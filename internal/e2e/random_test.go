@@ -9,7 +9,8 @@
 // on the primary amid a transaction, and, in one variant, MyISAM writes
 // inside InnoDB transactions. gapless applies it with 8 workers, and every
 // table must equal the primary's. GAPLESS_RANDOM_SCALE multiplies the
-// transactions of each client (a longer soak by hand).
+// transactions of each client, and GAPLESS_RANDOM_FLAGS adds flags to
+// replicate (a longer soak by hand, other policies and commit orders).
 package e2e
 
 import (
@@ -35,6 +36,7 @@ func TestRandomConcurrentLoad(t *testing.T) {
 			relay := filepath.Join(t.TempDir(), "relay")
 			args := []string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
 				"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0", "--workers", "8"}
+			args = append(args, strings.Fields(os.Getenv("GAPLESS_RANDOM_FLAGS"))...)
 			if !myisam {
 				// Killed with SIGKILL at random moments, then run again.
 				// (A group whose writes stay, killed amid, would stop the
