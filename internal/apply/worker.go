@@ -365,6 +365,7 @@ func (w *worker) severalAlone(ctx context.Context, j *job, from int) (n, then, e
 		}
 	}
 	var ae *target.ApplyError
+	failed := several.txns[min(n, len(several.txns)-1)] // the group the error names
 	switch {
 	case err == nil:
 		return n, nextInRoundTrip, end, nil
@@ -375,8 +376,8 @@ func (w *worker) severalAlone(ctx context.Context, j *job, from int) (n, then, e
 		w.replica.retried(RetryLostConnection)
 		w.close()
 		return n, nextUnsure, end, nil
-	case ae.Transient() && target.PartsStay(several.txns[min(n, len(several.txns)-1)]):
-		return n, nextAlone, end, partsStay(several.txns[min(n, len(several.txns)-1)], ae)
+	case ae.Transient() && target.PartsStay(failed):
+		return n, nextAlone, end, partsStay(failed, ae)
 	case ae.Transient():
 		// Tried again alone, as the first try of a group alone would be:
 		// after asking the target's binlog, since a group that failed

@@ -664,17 +664,18 @@ func (s *Session) run(script []string) error {
 	if len(script) == 0 {
 		return s.send(script)
 	}
-	if s.resting {
+	resting := s.resting
+	s.resting = false
+	if resting {
 		// The session rests outside the binlog (restOutsideBinlog): the
 		// round trip turns it on again first, and that answer is not the
 		// script's.
-		s.resting = false
-		err := s.send(append([]string{binlogAgain}, script...))
-		s.ran = max(s.ran-1, 0)
-		s.resting = err == nil && script[len(script)-1] == restOutsideBinlog
-		return err
+		script = append([]string{binlogAgain}, script...)
 	}
 	err := s.send(script)
+	if resting {
+		s.ran = max(s.ran-1, 0)
+	}
 	s.resting = err == nil && script[len(script)-1] == restOutsideBinlog
 	return err
 }
