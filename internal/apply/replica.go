@@ -169,6 +169,12 @@ type Replica struct {
 	mu         sync.Mutex
 	position   gtid.MariaDBPosition // gap-less applied position
 	positionGI int64                // group index position stands at
+	// ahead are the groups a run before applied past a gap (causal commit
+	// order: checkpoint.Applied.Extra) that position has not passed yet.
+	// Every position row lists them until it has: the row that recorded
+	// one may be overwritten before then. The slice is replaced, never
+	// changed, so gapless may hand it out.
+	ahead      []gtid.MariaDBGTID
 	lastSource time.Time
 	receiver   *binlog.Receiver
 
@@ -326,7 +332,13 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	for _, g := range r.cfg.Skip {
 		skip[g] = true
 	}
-	decoder := binlog.NewDecoder(relay, applied)
+	// Groups past a gap that a run before applied come out of the decoder
+	// and pass like filtered ones (marked AppliedAhead below), so that the
+	// position, and --until, pass them.
+	decoder := binlog.NewDecoder(relay, applied.Position)
+	r.mu.Lock()
+	r.ahead = slices.Collect(maps.Keys(applied.Extra))
+	r.mu.Unlock()
 	// A group the decoder cannot turn into a transaction passes as one
 	// with nothing to apply when --skip-gtid names it.
 	decoder.Skip = func(g gtid.MariaDBGTID) bool { return skip[g] }
@@ -355,7 +367,9 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 				decErr <- err
 				return
 			}
-			if kept, ok := r.cfg.Filter.Apply(txn); !ok {
+			if applied.Extra[txn.MariaDB] {
+				txn.Events, txn.Filtered, txn.AppliedAhead = nil, true, true
+			} else if kept, ok := r.cfg.Filter.Apply(txn); !ok {
 				txn.Filtered = true
 			} else {
 				txn = kept
@@ -465,7 +479,9 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			r.clog.commit(gi)
 			committed[gi] = batch[0]
 			r.advance(committed)
-			r.filtered.Add(1)
+			if !batch[0].AppliedAhead {
+				r.filtered.Add(1)
+			}
 			budget.give(int64(batch[0].Size))
 			if !stopping && (r.untilAfter(batch[0]) || r.untilReached()) {
 				stopping, reason = true, "until reached"
@@ -724,6 +740,9 @@ func (r *Replica) advance(committed map[int64]*binlog.Transaction) {
 		r.positionGI++
 		r.position.Advance(txn.MariaDB)
 		r.lastSource = txn.SourceTime
+		if len(r.ahead) > 0 && slices.ContainsFunc(r.ahead, r.position.Contains) {
+			r.ahead = slices.DeleteFunc(slices.Clone(r.ahead), r.position.Contains)
+		}
 	}
 }
 
@@ -788,11 +807,24 @@ func (r *Replica) hasApplied(d uint32) bool {
 	return ok
 }
 
-// gapless returns the gap-less position and the group index it stands at.
-func (r *Replica) gapless() (int64, gtid.MariaDBPosition) {
+// gapless returns the gap-less position, the group index it stands at, and
+// the groups past it that a run before applied (Replica.ahead).
+func (r *Replica) gapless() (int64, gtid.MariaDBPosition, []gtid.MariaDBGTID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.positionGI, r.position.Clone()
+	return r.positionGI, r.position.Clone(), r.ahead
+}
+
+// listsAbove reports whether position rows list the groups their slot
+// committed above the gap-less position: under causal commit order, and
+// while groups that a run before applied past a gap are ahead of it.
+func (r *Replica) listsAbove() bool {
+	if r.cfg.CommitOrder == Causal {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ahead) > 0
 }
 
 // stopError adds to a permanent apply error how to get past it.

@@ -330,7 +330,9 @@ const (
 func (w *worker) severalAlone(ctx context.Context, j *job, from int) (n, then, end int, err error) {
 	first := j.txns[from]
 	domain := first.MariaDB.Domain
-	if w.session == nil || w.replica.cfg.CommitOrder != Strict || w.several < 2 {
+	if w.session == nil || w.replica.listsAbove() || w.several < 2 {
+		// (The positions of a round trip's groups are written before any
+		// of them commits: none could list those before it.)
 		return 0, nextAlone, from, nil
 	}
 	guarded := w.session.GuardsPosition(first)
@@ -779,7 +781,7 @@ func (w *worker) committed(j *job) {
 	for i, txn := range j.txns {
 		w.replica.appliedIn(txn.MariaDB.Domain)
 		w.replica.clog.commit(j.gi + int64(i))
-		if w.replica.cfg.CommitOrder == Causal {
+		if w.replica.listsAbove() {
 			w.mine = append(w.mine, committedTxn{gi: j.gi + int64(i), gtid: txn.MariaDB})
 		}
 	}
@@ -807,7 +809,9 @@ func (w *worker) drainYield() {
 
 // checkpointStatement is the position row the job writes. A batch holds
 // one domain, so the row of its last transaction covers all of it under
-// strict order; under causal order its other members are listed too.
+// strict order; under causal order its other members are listed too, and
+// so are, under either order, the groups past the position that a run
+// before applied (Replica.ahead).
 func (w *worker) checkpointStatement(j *job) string {
 	store := w.replica.store
 	txn := j.lastTxn()
@@ -816,10 +820,12 @@ func (w *worker) checkpointStatement(j *job) string {
 		// Written outside the target's binlog: a row of its own.
 		slot += checkpoint.AloneSlots
 	}
-	if w.replica.cfg.CommitOrder == Strict {
+	lowGI, low, ahead := w.replica.gapless()
+	if w.replica.cfg.CommitOrder == Strict && len(ahead) == 0 {
+		// (w.mine may hold groups from while ahead was not empty: all of
+		// them below the position now.)
 		return store.Statement(slot, txn.MariaDB, txn.SourceTime)
 	}
-	lowGI, low := w.replica.gapless()
 	kept := w.mine[:0]
 	for _, m := range w.mine {
 		if m.gi > lowGI {
@@ -827,13 +833,14 @@ func (w *worker) checkpointStatement(j *job) string {
 		}
 	}
 	w.mine = kept
-	above := make([]gtid.MariaDBGTID, 0, len(w.mine)+len(j.txns)-1)
+	above := make([]gtid.MariaDBGTID, 0, len(w.mine)+len(j.txns)-1+len(ahead))
 	for _, m := range w.mine {
 		above = append(above, m.gtid)
 	}
 	for _, member := range j.txns[:len(j.txns)-1] {
 		above = append(above, member.MariaDB)
 	}
+	above = append(above, ahead...)
 	return store.CausalStatement(slot, txn.MariaDB, txn.SourceTime, low, above)
 }
 

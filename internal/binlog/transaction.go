@@ -120,6 +120,10 @@ type Transaction struct {
 	// Filtered is true when the replication filters leave nothing of the
 	// group to apply: it only advances the position.
 	Filtered bool
+	// AppliedAhead is true, with Filtered, for a group that a run before
+	// applied past a gap (causal commit order): it passes like a filtered
+	// one, but is not counted as filtered.
+	AppliedAhead bool
 
 	// Statements are what the statements of a FlagKnownStatements group
 	// write, in order: per statement, the tables it names and, when its
