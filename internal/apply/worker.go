@@ -132,11 +132,21 @@ func newWorker(r *Replica, slot int) *worker {
 	opts.SlotLock = checkpoint.SlotLockName(r.cfg.Stream, slot)
 	opts.DeferPositions = r.cfg.CommitOrder == Strict
 	opts.BegunMark = func(g gtid.MariaDBGTID) string { return r.store.BegunStatement(g) }
-	return &worker{
-		slot: slot, replica: r, db: r.cfg.Target, opts: opts, log: r.log,
+	w := &worker{
+		slot: slot, replica: r, db: r.cfg.Target, log: r.log,
 		jobs: make(chan *job, 1), yield: make(chan struct{}, 1),
 		status: WorkerStatus{Slot: slot, State: StateIdle, Since: time.Now()},
 	}
+	// The session changes connections by itself (an XA PREPARE, a raised
+	// max_allowed_packet, temporary tables of several domains): the
+	// watchdog and a stop interrupt the one it is on.
+	opts.Connected = func(id int64) {
+		w.mu.Lock()
+		w.connID = id
+		w.mu.Unlock()
+	}
+	w.opts = opts
+	return w
 }
 
 func (w *worker) setState(s WorkerState, j *job) {
@@ -600,12 +610,6 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			default:
 				err = w.session.Execute(run, j.txns, stmt)
 			}
-		}
-		if err == nil && w.session != nil {
-			// An XA PREPARE or a raised max_allowed_packet leaves the session on a new connection.
-			w.mu.Lock()
-			w.connID = w.session.ConnectionID()
-			w.mu.Unlock()
 		}
 		if err == nil && strict && !commitNow {
 			if early {

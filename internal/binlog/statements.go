@@ -66,6 +66,10 @@ func (r *StatementReader) Read(txn *Transaction) {
 				continue
 			}
 			text := strings.TrimSpace(string(e.Query))
+			if !txn.MayUseTemporary && !isXAStatement(text) &&
+				(r.temporary.Mentions(text) || strings.Contains(strings.ToUpper(text), "TEMPORARY")) {
+				txn.MayUseTemporary = true
+			}
 			state, err := QuerySessionState(ev.Header, e)
 			if err != nil || !state.HasSQLMode {
 				// The state it runs under is not known: it may be about
@@ -89,6 +93,9 @@ func (r *StatementReader) Read(txn *Transaction) {
 				continue
 			}
 			writes = append(writes, w)
+		case *replication.ExecuteLoadQueryEvent:
+			txn.MayUseTemporary = true // maybe into a temporary table
+			known = false
 		default:
 			known = false
 		}
@@ -103,6 +110,12 @@ func (r *StatementReader) Read(txn *Transaction) {
 			txn.touch(n.Schema, n.Table)
 		}
 	}
+}
+
+// isXAStatement reports whether text is XA START, END, PREPARE, COMMIT or
+// ROLLBACK.
+func isXAStatement(text string) bool {
+	return len(text) > 3 && strings.EqualFold(text[:3], "XA ") || len(text) > 3 && strings.EqualFold(text[:2], "XA") && (text[2] == '\t' || text[2] == '\n')
 }
 
 // read1 reads one DML statement: the tables it names, with the default

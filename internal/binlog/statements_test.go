@@ -104,3 +104,30 @@ func TestStatementReaderFollowsTemporaryTables(t *testing.T) {
 		t.Fatal("a statement on a dropped temporary table's name is not known")
 	}
 }
+
+func TestStatementReaderSaysWhichGroupsMayUseTemporaryTables(t *testing.T) {
+	const parallel = gtidTransactional | gtidAllowParallel
+	r := NewStatementReader()
+	e := newEncoder()
+	uses := func(flags byte, events ...[]byte) bool {
+		return statementGroup(t, r, e, flags, events...).MayUseTemporary
+	}
+	if uses(parallel, e.query("db", "UPDATE t SET a = 1")) {
+		t.Fatal("a statement on a real table, none held, may use a temporary table")
+	}
+	if !uses(0, e.query("db", "CREATE TEMPORARY TABLE scratch (a INT)")) {
+		t.Fatal("CREATE TEMPORARY TABLE may not use a temporary table")
+	}
+	if !uses(parallel, e.query("db", "UPDATE t JOIN scratch USING (a) SET t.a = 2")) {
+		t.Fatal("a statement naming a held temporary table may not use it")
+	}
+	if uses(parallel, e.query("db", "XA START 'x'"), e.query("db", "UPDATE t SET a = 3"), e.query("db", "XA END 'x'")) {
+		t.Fatal("an XA transaction on a real table may use a temporary table")
+	}
+	if !uses(0, e.query("db", "DROP /*!40005 TEMPORARY */ TABLE IF EXISTS `scratch`")) {
+		t.Fatal("DROP TEMPORARY TABLE may not use a temporary table")
+	}
+	if uses(parallel, e.query("db", "UPDATE t JOIN scratch USING (a) SET t.a = 4")) {
+		t.Fatal("a statement naming a dropped temporary table may use it")
+	}
+}

@@ -125,6 +125,13 @@ type Transaction struct {
 	// one, but is not counted as filtered.
 	AppliedAhead bool
 
+	// MayUseTemporary is set by StatementReader.Read when a statement of
+	// the group (XA statements aside) may create, drop or use a table that
+	// a source session holds as temporary: it says TEMPORARY, or the table
+	// part of a held name, or the held names are not known; or the group
+	// loads a file (LOAD DATA). Row events never use one.
+	MayUseTemporary bool
+
 	// Statements are what the statements of a FlagKnownStatements group
 	// write, in order: per statement, the tables it names and, when its
 	// text says them plainly, its rows (meaningless without the flag).

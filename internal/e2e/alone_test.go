@@ -546,3 +546,71 @@ func inFormats(n, rowEvery int, stmts func(i int) []string) []string {
 	}
 	return out
 }
+
+// TestTemporaryTablesOfSeveralDomains replays source sessions of two GTID
+// domains that hold temporary tables, with XA transactions prepared and
+// committed among their statements, on one apply worker (every group on
+// the statement session) and on four. A connection whose temporary
+// tables the target would binlog may not change its GTID domain (1953
+// stopped the run), and an XA branch prepared on it kept the connection
+// whose end then logged a drop in the source's domain.
+func TestTemporaryTablesOfSeveralDomains(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE dom",
+		"CREATE TABLE dom.t0 (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+		"CREATE TABLE dom.t1 (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+		"INSERT INTO dom.t1 VALUES (1, 0)")
+	db := rootDB(t, sb.Primary)
+	sessions := map[string]*sql.Conn{}
+	for _, name := range []string{"a0", "b1", "row0", "mixed1", "xa0"} {
+		c, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions[name] = c
+	}
+	on := func(name string, stmts ...string) {
+		t.Helper()
+		for _, s := range stmts {
+			if _, err := sessions[name].ExecContext(context.Background(), s); err != nil {
+				t.Fatalf("%s: %s: %v", name, s, err)
+			}
+		}
+	}
+	on("a0", "SET SESSION binlog_format=MIXED, gtid_domain_id=0", "CREATE TEMPORARY TABLE dom.ta (id INT)", "INSERT INTO dom.ta VALUES (1), (2)")
+	on("b1", "SET SESSION binlog_format=MIXED, gtid_domain_id=1", "CREATE TEMPORARY TABLE dom.tb (id INT)", "INSERT INTO dom.tb VALUES (3), (4)")
+	on("row0", "SET SESSION binlog_format=ROW, gtid_domain_id=0")
+	on("mixed1", "SET SESSION binlog_format=MIXED, gtid_domain_id=1")
+	on("xa0", "SET SESSION binlog_format=MIXED, gtid_domain_id=0")
+	on("a0", "INSERT INTO dom.t0 SELECT id, 0 FROM dom.ta")
+	on("b1", "INSERT INTO dom.t1 SELECT id, 0 FROM dom.tb")
+	on("row0", "XA START 'r'", "INSERT INTO dom.t0 VALUES (10, 10)", "XA END 'r'", "XA PREPARE 'r'")
+	on("a0", "INSERT INTO dom.t0 SELECT id + 100, 0 FROM dom.ta")
+	on("mixed1", "XA START 's'", "UPDATE dom.t1 SET v = v + 1 WHERE id = 1", "XA END 's'", "XA PREPARE 's'")
+	on("b1", "INSERT INTO dom.t1 SELECT id + 100, 0 FROM dom.tb")
+	on("xa0", "XA START 'u'", "INSERT INTO dom.t0 VALUES (20, 20)", "XA END 'u'", "XA PREPARE 'u'")
+	on("a0", "XA START 'v'", "INSERT INTO dom.t0 SELECT id + 200, 1 FROM dom.ta", "XA END 'v'", "XA PREPARE 'v'")
+	on("b1", "INSERT INTO dom.t1 SELECT id + 200, 0 FROM dom.tb")
+	on("row0", "XA COMMIT 'r'")
+	on("a0", "XA COMMIT 'v'")
+	on("mixed1", "XA COMMIT 's'")
+	on("xa0", "XA ROLLBACK 'u'")
+	on("a0", "INSERT INTO dom.t0 SELECT id + 300, 0 FROM dom.ta", "DROP TEMPORARY TABLE dom.ta")
+	on("b1", "UPDATE dom.t1 SET v = (SELECT COUNT(*) FROM dom.tb) WHERE id = 1")
+	for _, c := range sessions {
+		c.Close()
+	}
+	// A row-format target binlogs nothing for a temporary table: end with
+	// a transaction of each domain it does binlog, for the GTID comparison.
+	mustExec(t, sb.Primary, "SET SESSION gtid_domain_id=1", "INSERT INTO dom.t1 VALUES (1000, 0)",
+		"SET SESSION gtid_domain_id=0", "INSERT INTO dom.t0 VALUES (1000, 0)")
+	for _, workers := range []string{"1", "4"} {
+		t.Run("workers-"+workers, func(t *testing.T) {
+			resetTarget(t, sb)
+			mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "DROP DATABASE IF EXISTS dom")
+			replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", workers)
+			requireEqual(t, sb)
+		})
+	}
+}

@@ -35,6 +35,12 @@ func (t *Temporary) Holds(schema, table string) bool {
 	return ok
 }
 
+// Mentions reports whether text may be about a held name: it holds the
+// table part of one anywhere, or every name counts as held.
+func (t *Temporary) Mentions(text string) bool {
+	return t.unknown || t.mentionsHeld(text)
+}
+
 // Unknown reports whether a statement about temporary tables could not be
 // read, so that every name counts as held.
 func (t *Temporary) Unknown() bool { return t.unknown }

@@ -291,7 +291,14 @@ func NeedsStatementSession(txn *binlog.Transaction) bool {
 	if txn.Has(binlog.FlagKnownStatements) {
 		return false
 	}
-	xa := shapeOf(txn) == shapeXAPrepare
+	if shapeOf(txn) == shapeXAPrepare {
+		// An XA transaction of statements that use no temporary table
+		// runs on any session: prepared on the statement session, its
+		// branch would keep the connection that holds the temporary
+		// tables (temporary.go), which could then not turn logging off
+		// before it ends.
+		return txn.MayUseTemporary
+	}
 	if ddlWithRows(txn) {
 		// CREATE TABLE ... SELECT logged as rows: its statement names no
 		// temporary table (the SELECT is gone), and it switches GTID
@@ -306,15 +313,6 @@ func NeedsStatementSession(txn *binlog.Transaction) bool {
 			switch binlog.ControlStatement(q.Query) {
 			case "BEGIN", "COMMIT", "ROLLBACK":
 			default:
-				text := strings.TrimSpace(string(q.Query))
-				// An XA transaction of statements may use a temporary table
-				// of its source session, so it runs where they live; its
-				// connection is given up at XA PREPARE, and with it the
-				// temporary tables of other source sessions, whose use
-				// then stops the run (1146) rather than go wrong.
-				if xa && startsWithWord(text, "XA") {
-					continue
-				}
 				return true
 			}
 		}

@@ -55,7 +55,7 @@ func (s *Session) sessionState() sessionState {
 // depends on what the target holds.
 func (s *Session) Prepare(txns []*binlog.Transaction, ahead []bool) {
 	s.prepared = nil
-	if len(txns) < 2 || s.parked != nil {
+	if len(txns) < 2 || len(s.parked) > 0 {
 		return
 	}
 	before := s.sessionState()

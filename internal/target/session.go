@@ -59,6 +59,11 @@ type Options struct {
 	// whose writes stay (PartsStay) begins (checkpoint.Store.BegunStatement):
 	// it runs outside the binlog, committed, right before the group.
 	BegunMark func(gtid.MariaDBGTID) string
+	// Connected, when set, hears the id of each connection the session
+	// goes on to apply on (a new one, or one set aside before: see
+	// toDomain and park), so that what interrupts the session's statements
+	// interrupts that one.
+	Connected func(id int64)
 }
 
 // ErrSlotHeld: another connection, one that outlived its applier or its
@@ -82,9 +87,15 @@ type Session struct {
 	// ran counts the statements of the last script run that succeeded.
 	ran int
 	// temporary is set once the session has created a temporary table;
-	// parked holds an XA branch it prepared meanwhile (temporary.go).
+	// parked holds the XA branches it prepared meanwhile (temporary.go).
 	temporary bool
-	parked    *parkedXA
+	parked    []*parkedXA
+	// domain is the GTID domain of the groups the connection applies
+	// (KeepGTID), which its temporary tables pin it to; pinned holds, by
+	// domain, the connections set aside with their temporary tables while
+	// the session applies other domains (toDomain).
+	domain uint32
+	pinned map[uint32]*pinnedConn
 	// resting: the last script ended with restOutsideBinlog, so the session
 	// is outside the binlog until the next one turns it on (run).
 	resting bool
@@ -179,7 +190,18 @@ func (s *Session) prepare() error {
 	if err := s.conn.exec([]string{setup, isolation}); err != nil {
 		return privilegeHint(fmt.Errorf("target: prepare the apply session: %w", err))
 	}
-	return s.takeSlot(s.conn)
+	if err := s.takeSlot(s.conn); err != nil {
+		return err
+	}
+	s.connected()
+	return nil
+}
+
+// connected tells Options.Connected of the session's connection.
+func (s *Session) connected() {
+	if s.opts.Connected != nil {
+		s.opts.Connected(s.conn.connectionID())
+	}
 }
 
 // takeSlot makes c hold the session's slot lock (Options.SlotLock). The
@@ -220,9 +242,13 @@ func privilegeHint(err error) error {
 // source's session variables it holds (sql_log_bin, server_id, sql_mode, a
 // fixed timestamp, ...) end with it.
 func (s *Session) Close() error {
-	if s.parked != nil {
-		s.parked.conn.close()
-		s.parked = nil
+	for _, p := range s.parked {
+		p.conn.close()
+	}
+	s.parked = nil
+	for d, p := range s.pinned {
+		s.endPinned(p)
+		delete(s.pinned, d)
 	}
 	s.endConn(s.conn)
 	return nil
@@ -293,6 +319,12 @@ func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint s
 	resumed, err := s.unpark(txns)
 	if err != nil {
 		return newApplyError(first, err)
+	}
+	if !resumed {
+		// (A resumed branch ends on its own connection, where it is.)
+		if err := s.toDomain(txns); err != nil {
+			return newApplyError(first, err)
+		}
 	}
 	// The server reads row events by the format description it was given
 	// last; a new one goes first, in the same round trip.

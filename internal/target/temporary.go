@@ -15,6 +15,11 @@
 //     logs after a connection ends amid a group never looks like the
 //     source's transaction (the next run stops on it instead of skipping);
 //     every round trip on it turns the binlog on again first (Session.run);
+//   - a session whose temporary tables the target would binlog may not
+//     change its GTID domain (the target refuses, 1953), and a source
+//     session cannot either: so the connection holding them is set aside
+//     (pinned) while the session applies groups of another domain, and
+//     taken again for the next group of its own (toDomain);
 //   - an XA transaction prepared on it keeps the connection (parked) until
 //     its XA COMMIT or XA ROLLBACK, which runs there when it is the
 //     session's next group: a prepared branch holds its connection, and
@@ -25,11 +30,13 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"gapless/internal/binlog"
+	ckpt "gapless/internal/checkpoint"
 	"gapless/internal/gtid"
 )
 
@@ -96,6 +103,107 @@ type parkedXA struct {
 	format []byte
 	state  *binlog.SessionState
 	db     string
+	domain uint32 // the domain its temporary tables pin it to
+}
+
+// pinnedConn is a connection of the session set aside, with what the
+// session knew of it: one holding temporary tables of one GTID domain
+// while the session applies another, or one holding none (cleanConn)
+// while the session applies statements where temporary tables live. One
+// holding temporary tables rests outside the binlog (toRest), so its end,
+// however it comes, logs no drop.
+type pinnedConn struct {
+	conn    *wire
+	format  []byte
+	state   *binlog.SessionState
+	db      string
+	resting bool
+}
+
+// cleanConn is the key of Session.pinned for a connection that holds no
+// temporary tables: gapless's own domain, where none is ever made.
+const cleanConn = ckpt.OwnDomain
+
+// connKey is the key the session's connection is set aside under.
+func (s *Session) connKey() uint32 {
+	if s.temporary {
+		return s.domain
+	}
+	return cleanConn
+}
+
+// toDomain puts the session on a connection that may apply txns, of one
+// GTID domain, under the source's GTID. A connection holding temporary
+// tables may not change its domain, and a source session holding them
+// cannot either: statements of a domain run where its temporary tables
+// live (the connection set aside for it, or else the one the session is
+// on unless that one holds another domain's), and groups of row events
+// alone, which use no temporary table, on one holding none, which may
+// also go to gapless's own domain for a group applied in parts.
+func (s *Session) toDomain(txns []*binlog.Transaction) error {
+	d := txns[0].MariaDB.Domain
+	if !s.opts.KeepGTID {
+		return nil
+	}
+	want := d
+	if !slices.ContainsFunc(txns, usesTemporary) {
+		want = cleanConn
+	}
+	cur := s.connKey()
+	switch {
+	case want == cur,
+		want != cleanConn && s.pinned[want] == nil && !s.temporary:
+		s.domain = d
+		return nil
+	case want != cleanConn && s.pinned[want] == nil:
+		want = cleanConn // a domain's first temporary tables go where none are
+	}
+	p := s.pinned[want]
+	fresh := p == nil
+	if fresh {
+		conn, err := dial(context.Background(), s.opts.Server)
+		if err != nil {
+			return err
+		}
+		p = &pinnedConn{conn: conn}
+	}
+	delete(s.pinned, want)
+	s.setAside(cur)
+	s.conn, s.format, s.state, s.db, s.resting = p.conn, p.format, p.state, p.db, p.resting
+	s.temporary, s.domain = want != cleanConn, d
+	if fresh {
+		return s.prepare()
+	}
+	if err := s.takeSlot(s.conn); err != nil {
+		return err
+	}
+	s.connected()
+	return nil
+}
+
+// usesTemporary reports whether txn may use a temporary table of a source
+// session (binlog.Transaction.MayUseTemporary).
+func usesTemporary(txn *binlog.Transaction) bool { return txn.MayUseTemporary }
+
+// setAside keeps the session's connection for its next group that needs
+// it, under key.
+func (s *Session) setAside(key uint32) {
+	s.dropSlot(s.conn)
+	if s.pinned == nil {
+		s.pinned = map[uint32]*pinnedConn{}
+	}
+	if old := s.pinned[key]; old != nil {
+		s.endPinned(old) // (one made after an XA branch was parked: see unpark)
+	}
+	s.pinned[key] = &pinnedConn{conn: s.conn, format: s.format, state: s.state, db: s.db, resting: s.resting}
+}
+
+// endPinned closes a connection set aside, out of the binlog first.
+func (s *Session) endPinned(p *pinnedConn) {
+	if s.opts.WriteBinlog {
+		_ = p.conn.exec([]string{"ROLLBACK", "SET @@session.sql_log_bin=0"})
+	}
+	p.conn.close()
 }
 
 // holdsTemporary reports whether the session may hold temporary tables
@@ -137,34 +245,51 @@ func (s *Session) park(txn *binlog.Transaction) error {
 		return err
 	}
 	s.dropSlot(s.conn)
-	s.parked = &parkedXA{conn: s.conn, xid: x, format: s.format, state: s.state, db: s.db}
-	s.conn = conn
+	s.parked = append(s.parked, &parkedXA{conn: s.conn, xid: x, format: s.format, state: s.state, db: s.db, domain: s.domain})
+	s.conn, s.temporary, s.resting = conn, false, false
 	s.Forget()
 	return s.prepare()
 }
 
-// unpark settles a parked branch before the session runs txns: when txns
-// is the XA COMMIT or XA ROLLBACK of that branch, and the target's binlog
+// unpark settles a parked branch before the session runs txns, when txns
+// is the XA COMMIT or XA ROLLBACK that ends it: when the target's binlog
 // will give it the source's GTID, the session goes back to the parked
 // connection (resumed); otherwise the parked connection is let go, and the
-// server keeps the prepared branch for whoever ends it.
+// server keeps the prepared branch for whoever ends it. Other groups leave
+// the branches parked: a parked connection cannot turn logging off, and
+// the drop of its temporary tables that the target would log as it ends
+// would take the next sequence number of its domain.
 func (s *Session) unpark(txns []*binlog.Transaction) (resumed bool, err error) {
-	p := s.parked
-	if p == nil {
+	if len(s.parked) == 0 || len(txns) != 1 {
 		return false, nil
 	}
-	s.parked = nil
-	if len(txns) == 1 && endsXA(txns[0]) == p.xid {
+	x := endsXA(txns[0])
+	at := slices.IndexFunc(s.parked, func(p *parkedXA) bool { return p.xid == x })
+	if at < 0 {
+		return false, nil
+	}
+	p := s.parked[at]
+	s.parked = slices.Delete(s.parked, at, at+1)
+	if !s.opts.KeepGTID || txns[0].MariaDB.Domain == p.domain {
 		fits, err := s.seqFits(p.conn, txns[0])
 		if err != nil {
 			p.conn.close()
 			return false, err
 		}
 		if fits {
-			s.dropSlot(s.conn)
-			s.endConn(s.conn)
+			if key := s.connKey(); s.opts.KeepGTID && key != p.domain {
+				s.setAside(key) // it holds another domain's temporary tables, or none
+			} else {
+				s.dropSlot(s.conn)
+				s.endConn(s.conn)
+			}
 			s.conn, s.format, s.state, s.db = p.conn, p.format, p.state, p.db
-			return true, s.takeSlot(s.conn)
+			s.temporary, s.domain, s.resting = true, p.domain, false
+			if err := s.takeSlot(s.conn); err != nil {
+				return true, err
+			}
+			s.connected()
+			return true, nil
 		}
 	}
 	// The branch's connection cannot turn logging off; it rests under the
