@@ -111,10 +111,10 @@ func (e *Engines) transactional(schema, table string) (bool, error) {
 	if t, ok := e.known[name]; ok {
 		return t, nil
 	}
-	var engine sql.NullString
+	var engine, kind sql.NullString
 	read := func() error {
 		return e.db.QueryRowContext(context.Background(),
-			"SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", schema, table).Scan(&engine)
+			"SELECT ENGINE, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", schema, table).Scan(&engine, &kind)
 	}
 	err := patiently(read)
 	switch {
@@ -124,8 +124,12 @@ func (e *Engines) transactional(schema, table string) (bool, error) {
 		return false, fmt.Errorf("read the engine of %s.%s on the target: %w", schema, table, err)
 	}
 	// InnoDB (and the other engines that take part in two-phase commit);
-	// MyISAM, Aria, MEMORY, CSV, ... are written to the binlog at once.
-	t := !engine.Valid || isTransactionalEngine(engine.String)
+	// MyISAM, Aria, MEMORY, CSV, ... are written to the binlog at once. So
+	// is a SEQUENCE, whatever its engine: the row event of one, applied
+	// by a BINLOG statement, sets its value as SETVAL does, a GTID group of
+	// its own, where the source may have logged it inside a transaction
+	// (NEXTVAL taking a new cache of values).
+	t := (!engine.Valid || isTransactionalEngine(engine.String)) && kind.String != "SEQUENCE"
 	e.known[name] = t
 	return t, nil
 }
