@@ -7,8 +7,10 @@
 // keys with cascades, a trigger, AUTO_INCREMENT with LAST_INSERT_ID(),
 // unsafe statements logged as rows, temporary tables, statements that fail
 // on the primary amid a transaction, and, in one variant, MyISAM writes
-// inside InnoDB transactions. gapless applies it with 8 workers, and every
-// table must equal the primary's. GAPLESS_RANDOM_SCALE multiplies the
+// inside InnoDB transactions, in another a second GTID domain on a schema
+// of its own, XA transactions (some rolled back after XA PREPARE),
+// savepoints rolled back to, a sequence, and DDL amid the load. gapless
+// applies it with 8 workers, and every table must equal the primary's. GAPLESS_RANDOM_SCALE multiplies the
 // transactions of each client, and GAPLESS_RANDOM_FLAGS adds flags to
 // replicate (a longer soak by hand, other policies and commit orders).
 package e2e
@@ -19,6 +21,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,11 +31,11 @@ import (
 )
 
 func TestRandomConcurrentLoad(t *testing.T) {
-	for _, variant := range []string{"innodb-killed", "mixed-engines"} {
+	for _, variant := range []string{"innodb-killed", "mixed-engines", "domains-xa-ddl-killed"} {
 		t.Run(variant, func(t *testing.T) {
 			sb := upSandbox(t)
 			myisam := variant == "mixed-engines"
-			randomLoad(t, sb, 8, 120*randomScale(), myisam)
+			randomLoad(t, sb, 8, 120*randomScale(), loadOptions{myisam: myisam, features: strings.HasPrefix(variant, "domains")})
 			relay := filepath.Join(t.TempDir(), "relay")
 			args := []string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
 				"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0", "--workers", "8"}
@@ -71,36 +74,26 @@ func randomScale() int {
 	return 1
 }
 
+// loadOptions are what a random load writes besides InnoDB tables of one
+// GTID domain.
+type loadOptions struct {
+	// myisam adds MyISAM writes inside InnoDB transactions.
+	myisam bool
+	// features gives every fourth client GTID domain 1 and a schema of its
+	// own (rnd1, so that --policy domain holds too), and adds XA
+	// transactions, savepoints, a sequence and DDL.
+	features bool
+}
+
 // randomLoad makes the schema and runs clients that each write perClient
 // transactions of random statements; half the clients log in ROW format.
-func randomLoad(t *testing.T, sb *sandboxT, clients, perClient int, myisam bool) {
+func randomLoad(t *testing.T, sb *sandboxT, clients, perClient int, opts loadOptions) {
 	t.Helper()
-	setup := []string{
-		"CREATE DATABASE rnd",
-		"CREATE TABLE rnd.parent (id INT PRIMARY KEY, v INT NOT NULL) ENGINE=InnoDB",
-		"INSERT INTO rnd.parent SELECT seq, 0 FROM rnd.seq_1_to_10",
-		"CREATE TABLE rnd.child (id BIGINT AUTO_INCREMENT PRIMARY KEY, parent INT, v INT, " +
-			"FOREIGN KEY (parent) REFERENCES rnd.parent (id) ON DELETE CASCADE ON UPDATE CASCADE) ENGINE=InnoDB",
-		"CREATE TABLE rnd.ai (id BIGINT AUTO_INCREMENT PRIMARY KEY, client INT, v INT) ENGINE=InnoDB",
-		"CREATE TABLE rnd.nokey (a INT, b VARCHAR(20)) ENGINE=InnoDB",
-		"CREATE TABLE rnd.ci (id INT PRIMARY KEY, name VARCHAR(20) COLLATE utf8mb4_general_ci NOT NULL, v INT, UNIQUE KEY (name)) ENGINE=InnoDB",
-		"INSERT INTO rnd.ci SELECT seq, CONCAT('n', seq), 0 FROM rnd.seq_1_to_20",
-		"CREATE TABLE rnd.sum (id INT PRIMARY KEY, total BIGINT NOT NULL) ENGINE=InnoDB",
-		"INSERT INTO rnd.sum SELECT seq, 0 FROM rnd.seq_1_to_5",
-		"CREATE TABLE rnd.logged (id INT AUTO_INCREMENT PRIMARY KEY, t INT, v INT) ENGINE=InnoDB",
-		"CREATE TABLE rnd.tr (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
-		"CREATE TRIGGER rnd.tr_ins AFTER INSERT ON rnd.tr FOR EACH ROW INSERT INTO rnd.logged (t, v) VALUES (NEW.id, NEW.v)",
-	}
-	for i := 1; i <= 3; i++ {
-		setup = append(setup,
-			fmt.Sprintf("CREATE TABLE rnd.t%d (id INT PRIMARY KEY, u INT NOT NULL, k INT NOT NULL, c VARCHAR(40) NOT NULL, UNIQUE KEY (u), KEY (k)) ENGINE=InnoDB", i),
-			fmt.Sprintf("INSERT INTO rnd.t%d SELECT seq, seq * 10, seq %% 7, CONCAT('c', seq) FROM rnd.seq_1_to_200", i))
-	}
-	if myisam {
-		setup = append(setup,
-			"CREATE TABLE rnd.m (id INT PRIMARY KEY, v INT NOT NULL) ENGINE=MyISAM",
-			"INSERT INTO rnd.m SELECT seq, 0 FROM rnd.seq_1_to_20",
-			"CREATE TABLE rnd.mlog (a INT, b INT) ENGINE=MyISAM")
+	setup := randomSchema("rnd", opts)
+	if opts.features {
+		setup = append(setup, "SET SESSION gtid_domain_id = 1")
+		setup = append(setup, randomSchema("rnd1", opts)...)
+		setup = append(setup, "SET SESSION gtid_domain_id = 0")
 	}
 	mustExec(t, sb.Primary, setup...)
 	db := rootDB(t, sb.Primary)
@@ -122,26 +115,39 @@ func randomLoad(t *testing.T, sb *sandboxT, clients, perClient int, myisam bool)
 			if c%2 == 1 {
 				format = "ROW"
 			}
-			if _, err := conn.ExecContext(ctx, "SET SESSION binlog_format="+format); err != nil {
+			schema := "rnd"
+			if opts.features && c%4 == 3 {
+				schema = "rnd1"
+				if _, err := conn.ExecContext(ctx, "SET SESSION gtid_domain_id = 1"); err != nil {
+					errs <- err
+					return
+				}
+			}
+			// Waits end soon (1205, expected): a prepared XA branch or a
+			// DDL's metadata lock would otherwise hold clients for 50 s.
+			if _, err := conn.ExecContext(ctx, "SET SESSION binlog_format="+format+", innodb_lock_wait_timeout=2, lock_wait_timeout=5"); err != nil {
 				errs <- err
 				return
 			}
+			exec := func(s string) error {
+				if _, err := conn.ExecContext(ctx, s); err != nil && !expectedOnPrimary(err) {
+					return fmt.Errorf("%s: %w", s, err)
+				}
+				return nil
+			}
 			rng := rand.New(rand.NewSource(int64(c) + 1))
 			for i := range perClient {
-				stmts := randomTransaction(rng, c, i, myisam)
-				if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
-					errs <- err
-					return
-				}
-				for _, s := range stmts {
-					if _, err := conn.ExecContext(ctx, s); err != nil && !expectedOnPrimary(err) {
-						errs <- fmt.Errorf("%s: %w", s, err)
-						return
+				stmts := randomTransaction(rng, c, i, opts)
+				if schema != "rnd" {
+					for k := range stmts {
+						stmts[k] = strings.ReplaceAll(stmts[k], "rnd.", schema+".")
 					}
 				}
-				if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil && !expectedOnPrimary(err) {
-					errs <- err
-					return
+				for _, s := range wrapTransaction(rng, c, i, stmts, opts) {
+					if err := exec(s); err != nil {
+						errs <- err
+						return
+					}
 				}
 			}
 		}()
@@ -153,12 +159,88 @@ func randomLoad(t *testing.T, sb *sandboxT, clients, perClient int, myisam bool)
 	}
 }
 
+// wrapTransaction makes stmts one transaction: BEGIN ... COMMIT, or, with
+// features, sometimes an XA transaction (rolled back after XA PREPARE one
+// time in four), savepoints rolled back to, or, for client 0, DDL instead.
+func wrapTransaction(rng *rand.Rand, client, i int, stmts []string, opts loadOptions) []string {
+	if !opts.features {
+		return append(append([]string{"BEGIN"}, stmts...), "COMMIT")
+	}
+	if client == 0 && i%20 == 19 {
+		ddl := [][]string{
+			{"ALTER TABLE rnd.t2 ADD COLUMN IF NOT EXISTS x INT NOT NULL DEFAULT 7", "CREATE TABLE IF NOT EXISTS rnd.scratch (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+				"INSERT INTO rnd.scratch SELECT id, k FROM rnd.t2 WHERE id < 50"},
+			{"ALTER TABLE rnd.t2 DROP COLUMN IF EXISTS x", "DROP TABLE IF EXISTS rnd.scratch"},
+			{"ALTER TABLE rnd.nokey ADD INDEX IF NOT EXISTS ia (a)", "CREATE OR REPLACE VIEW rnd.v AS SELECT id, k FROM rnd.t1"},
+			{"ALTER TABLE rnd.nokey DROP INDEX IF EXISTS ia", "TRUNCATE TABLE rnd.logged"},
+		}
+		return ddl[(i/20)%len(ddl)]
+	}
+	temporary := slices.ContainsFunc(stmts, func(s string) bool { return strings.Contains(s, "TEMPORARY") })
+	switch n := rng.Intn(6); {
+	case n == 0 && !temporary:
+		xid := fmt.Sprintf("'x%d-%d'", client, i)
+		end := "XA COMMIT " + xid
+		if rng.Intn(4) == 0 {
+			end = "XA ROLLBACK " + xid
+		}
+		return append(append([]string{"XA START " + xid}, stmts...), "XA END "+xid, "XA PREPARE "+xid, end)
+	case n == 1 && len(stmts) > 1:
+		at := 1 + rng.Intn(len(stmts)-1)
+		out := append([]string{"BEGIN"}, stmts[:at]...)
+		out = append(out, "SAVEPOINT sp", stmts[at], "ROLLBACK TO SAVEPOINT sp")
+		return append(append(out, stmts[at+1:]...), "COMMIT")
+	}
+	return append(append([]string{"BEGIN"}, stmts...), "COMMIT")
+}
+
+// randomSchema is the tables of a random load in schema db.
+func randomSchema(db string, opts loadOptions) []string {
+	setup := []string{
+		"CREATE DATABASE rnd",
+		"CREATE TABLE rnd.parent (id INT PRIMARY KEY, v INT NOT NULL) ENGINE=InnoDB",
+		"INSERT INTO rnd.parent SELECT seq, 0 FROM rnd.seq_1_to_10",
+		"CREATE TABLE rnd.child (id BIGINT AUTO_INCREMENT PRIMARY KEY, parent INT, v INT, " +
+			"FOREIGN KEY (parent) REFERENCES rnd.parent (id) ON DELETE CASCADE ON UPDATE CASCADE) ENGINE=InnoDB",
+		"CREATE TABLE rnd.ai (id BIGINT AUTO_INCREMENT PRIMARY KEY, client INT, v INT) ENGINE=InnoDB",
+		"CREATE TABLE rnd.nokey (a INT, b VARCHAR(20)) ENGINE=InnoDB",
+		"CREATE TABLE rnd.ci (id INT PRIMARY KEY, name VARCHAR(20) COLLATE utf8mb4_general_ci NOT NULL, v INT, UNIQUE KEY (name)) ENGINE=InnoDB",
+		"INSERT INTO rnd.ci SELECT seq, CONCAT('n', seq), 0 FROM rnd.seq_1_to_20",
+		"CREATE TABLE rnd.sum (id INT PRIMARY KEY, total BIGINT NOT NULL) ENGINE=InnoDB",
+		"INSERT INTO rnd.sum SELECT seq, 0 FROM rnd.seq_1_to_5",
+		"CREATE TABLE rnd.logged (id INT AUTO_INCREMENT PRIMARY KEY, t INT, v INT) ENGINE=InnoDB",
+		"CREATE TABLE rnd.tr (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+		"CREATE TRIGGER rnd.tr_ins AFTER INSERT ON rnd.tr FOR EACH ROW INSERT INTO rnd.logged (t, v) VALUES (NEW.id, NEW.v)",
+	}
+	for i := 1; i <= 3; i++ {
+		setup = append(setup,
+			fmt.Sprintf("CREATE TABLE rnd.t%d (id INT PRIMARY KEY, u INT NOT NULL, k INT NOT NULL, c VARCHAR(40) NOT NULL, UNIQUE KEY (u), KEY (k)) ENGINE=InnoDB", i),
+			fmt.Sprintf("INSERT INTO rnd.t%d SELECT seq, seq * 10, seq %% 7, CONCAT('c', seq) FROM rnd.seq_1_to_200", i))
+	}
+	if opts.myisam {
+		setup = append(setup,
+			"CREATE TABLE rnd.m (id INT PRIMARY KEY, v INT NOT NULL) ENGINE=MyISAM",
+			"INSERT INTO rnd.m SELECT seq, 0 FROM rnd.seq_1_to_20",
+			"CREATE TABLE rnd.mlog (a INT, b INT) ENGINE=MyISAM")
+	}
+	if opts.features {
+		setup = append(setup, "CREATE SEQUENCE rnd.sq START WITH 1 INCREMENT BY 3 CACHE 10")
+	}
+	for k := range setup {
+		setup[k] = strings.ReplaceAll(setup[k], "rnd.", db+".")
+	}
+	setup[0] = "CREATE DATABASE " + db
+	return setup
+}
+
 // expectedOnPrimary: errors a random statement may meet on the primary; the
 // statement is not logged (or the transaction rolled back), and the client
 // goes on. 1062/1586 duplicate key, 1213 deadlock, 1205 lock wait timeout,
-// 1451/1452 foreign key, 1048 NULL, 1264 out of range.
+// 1451/1452 foreign key, 1048 NULL, 1264 out of range; after a deadlock
+// rolled the transaction back, 1305 no such savepoint, and 1397, 1399,
+// 1402, 1614 for the XA statements after it.
 func expectedOnPrimary(err error) bool {
-	for _, code := range []string{"1062", "1586", "1213", "1205", "1451", "1452", "1048", "1264"} {
+	for _, code := range []string{"1062", "1586", "1213", "1205", "1451", "1452", "1048", "1264", "1305", "1399", "1402", "1614", "1397"} {
 		if strings.Contains(err.Error(), "Error "+code) {
 			return true
 		}
@@ -167,7 +249,7 @@ func expectedOnPrimary(err error) bool {
 }
 
 // randomTransaction returns one to five random statements.
-func randomTransaction(rng *rand.Rand, client, i int, myisam bool) []string {
+func randomTransaction(rng *rand.Rand, client, i int, opts loadOptions) []string {
 	id := func() int {
 		if rng.Intn(3) == 0 {
 			return 1 + rng.Intn(5) // hot
@@ -178,7 +260,7 @@ func randomTransaction(rng *rand.Rand, client, i int, myisam bool) []string {
 	var stmts []string
 	for range 1 + rng.Intn(5) {
 		var s string
-		switch rng.Intn(24) {
+		switch rng.Intn(25) {
 		case 0, 1:
 			s = fmt.Sprintf("UPDATE %s SET k = (k * 3 + %d) %% 1000003 WHERE id = %d", tbl(), client, id())
 		case 2:
@@ -245,8 +327,14 @@ func randomTransaction(rng *rand.Rand, client, i int, myisam bool) []string {
 			s = fmt.Sprintf("UPDATE rnd.sum SET total = total + (SELECT COALESCE(SUM(k), 0) FROM rnd.tmp%d) WHERE id = %d", client, 1+rng.Intn(5))
 		case 22:
 			s = fmt.Sprintf("UPDATE %s SET k = k + 1 ORDER BY id LIMIT 3", tbl())
+		case 23:
+			if opts.features {
+				s = fmt.Sprintf("INSERT INTO rnd.ai (client, v) VALUES (%d, NEXTVAL(rnd.sq))", client)
+				break
+			}
+			fallthrough
 		default:
-			if !myisam {
+			if !opts.myisam {
 				s = fmt.Sprintf("UPDATE rnd.sum SET total = total + %d WHERE id = %d", rng.Intn(10), 1+rng.Intn(5))
 				break
 			}
