@@ -34,7 +34,7 @@ import (
 func (s *Session) Pipelines(txn *binlog.Transaction) bool {
 	one := []*binlog.Transaction{txn}
 	positioned := s.defersPosition(one) || !s.opts.WriteBinlog && !crashBeforePosition(txn)
-	if !positioned || !FollowsAlone(txn) || s.temporary || len(s.parked) > 0 ||
+	if !positioned || !FollowsAlone(txn) || s.temporary || len(s.parked) > 0 || len(s.pinned) > 0 && usesTemporary(txn) ||
 		!bytes.Equal(s.format, txn.Format.Raw) || len(s.format) == 0 || txn.Size > s.maxStatement/4 {
 		return false
 	}

@@ -137,9 +137,10 @@ func (s *Session) connKey() uint32 {
 // tables may not change its domain, and a source session holding them
 // cannot either: statements of a domain run where its temporary tables
 // live (the connection set aside for it, or else the one the session is
-// on unless that one holds another domain's), and groups of row events
-// alone, which use no temporary table, on one holding none, which may
-// also go to gapless's own domain for a group applied in parts.
+// on unless that one holds another domain's), and groups that use none
+// (usesTemporary: row events alone, XA transactions that name none) on
+// one holding none, which may also go to gapless's own domain for a group
+// applied in parts.
 func (s *Session) toDomain(txns []*binlog.Transaction) error {
 	d := txns[0].MariaDB.Domain
 	if !s.opts.KeepGTID {
@@ -182,8 +183,29 @@ func (s *Session) toDomain(txns []*binlog.Transaction) error {
 }
 
 // usesTemporary reports whether txn may use a temporary table of a source
-// session (binlog.Transaction.MayUseTemporary).
-func usesTemporary(txn *binlog.Transaction) bool { return txn.MayUseTemporary }
+// session: whether it runs a statement of the source's or loads a file.
+// Of an XA transaction, which its connection keeps once prepared (park),
+// the statements must name one (binlog.Transaction.MayUseTemporary).
+func usesTemporary(txn *binlog.Transaction) bool {
+	if shapeOf(txn) == shapeXAPrepare {
+		return txn.MayUseTemporary
+	}
+	for _, ev := range txn.Events {
+		switch e := ev.Data.(type) {
+		case *replication.ExecuteLoadQueryEvent:
+			return true
+		case *replication.QueryEvent:
+			switch binlog.ControlStatement(e.Query) {
+			case "BEGIN", "COMMIT", "ROLLBACK":
+			default:
+				if !startsWithWord(strings.TrimSpace(string(e.Query)), "XA") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
 
 // setAside keeps the session's connection for its next group that needs
 // it, under key.
