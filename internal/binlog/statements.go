@@ -67,7 +67,7 @@ func (r *StatementReader) Read(txn *Transaction) {
 			}
 			text := strings.TrimSpace(string(e.Query))
 			if !txn.MayUseTemporary && !isXAStatement(text) &&
-				(r.temporary.Mentions(text) || strings.Contains(strings.ToUpper(text), "TEMPORARY")) {
+				(r.temporary.Mentions(text) || containsFold(text, "TEMPORARY")) {
 				txn.MayUseTemporary = true
 			}
 			state, err := QuerySessionState(ev.Header, e)
@@ -110,6 +110,17 @@ func (r *StatementReader) Read(txn *Transaction) {
 			txn.touch(n.Schema, n.Table)
 		}
 	}
+}
+
+// containsFold reports whether text holds word, an upper-case ASCII word,
+// in any case, without copying text.
+func containsFold(text, word string) bool {
+	for i := 0; i+len(word) <= len(text); i++ {
+		if text[i]&^0x20 == word[0] && strings.EqualFold(text[i:i+len(word)], word) {
+			return true
+		}
+	}
+	return false
 }
 
 // isXAStatement reports whether text is XA START, END, PREPARE, COMMIT or
