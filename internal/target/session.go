@@ -86,14 +86,16 @@ type Session struct {
 	lastApart int
 	// ran counts the statements of the last script run that succeeded.
 	ran int
-	// temporary is set once the session has created a temporary table;
-	// parked holds the XA branches it prepared meanwhile (temporary.go).
+	// temporary is set once the session's connection has created a
+	// temporary table; parked holds the XA branches prepared on such a
+	// connection, each keeping it (temporary.go).
 	temporary bool
 	parked    []*parkedXA
 	// domain is the GTID domain of the groups the connection applies
-	// (KeepGTID), which its temporary tables pin it to; pinned holds, by
-	// domain, the connections set aside with their temporary tables while
-	// the session applies other domains (toDomain).
+	// (KeepGTID), which its temporary tables pin it to; pinned holds the
+	// connections set aside while the session applies on another: by
+	// domain those holding temporary tables, and one holding none under
+	// cleanConn (toDomain).
 	domain uint32
 	pinned map[uint32]*pinnedConn
 	// resting: the last script ended with restOutsideBinlog, so the session
