@@ -126,7 +126,7 @@ func containsFold(text, word string) bool {
 // isXAStatement reports whether text is XA START, END, PREPARE, COMMIT or
 // ROLLBACK.
 func isXAStatement(text string) bool {
-	return len(text) > 3 && strings.EqualFold(text[:3], "XA ") || len(text) > 3 && strings.EqualFold(text[:2], "XA") && (text[2] == '\t' || text[2] == '\n')
+	return len(text) > 2 && strings.EqualFold(text[:2], "XA") && strings.ContainsRune(" \t\r\n", rune(text[2]))
 }
 
 // read1 reads one DML statement: the tables it names, with the default

@@ -305,15 +305,24 @@ func NeedsStatementSession(txn *binlog.Transaction) bool {
 		// domains, which a session holding temporary tables may not.
 		return false
 	}
+	return runsStatements(txn, false)
+}
+
+// runsStatements reports whether txn runs a statement of the source's
+// (BEGIN, COMMIT and ROLLBACK aside, and XA statements with xaAside) or
+// LOAD DATA, which may load into a temporary table.
+func runsStatements(txn *binlog.Transaction, xaAside bool) bool {
 	for _, ev := range txn.Events {
-		if _, ok := ev.Data.(*replication.ExecuteLoadQueryEvent); ok {
-			return true // LOAD DATA logged as a statement, maybe into a temporary table
-		}
-		if q, ok := ev.Data.(*replication.QueryEvent); ok {
-			switch binlog.ControlStatement(q.Query) {
+		switch e := ev.Data.(type) {
+		case *replication.ExecuteLoadQueryEvent:
+			return true
+		case *replication.QueryEvent:
+			switch binlog.ControlStatement(e.Query) {
 			case "BEGIN", "COMMIT", "ROLLBACK":
 			default:
-				return true
+				if !xaAside || !startsWithWord(strings.TrimSpace(string(e.Query)), "XA") {
+					return true
+				}
 			}
 		}
 	}

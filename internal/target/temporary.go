@@ -190,21 +190,7 @@ func usesTemporary(txn *binlog.Transaction) bool {
 	if shapeOf(txn) == shapeXAPrepare {
 		return txn.MayUseTemporary
 	}
-	for _, ev := range txn.Events {
-		switch e := ev.Data.(type) {
-		case *replication.ExecuteLoadQueryEvent:
-			return true
-		case *replication.QueryEvent:
-			switch binlog.ControlStatement(e.Query) {
-			case "BEGIN", "COMMIT", "ROLLBACK":
-			default:
-				if !startsWithWord(strings.TrimSpace(string(e.Query)), "XA") {
-					return true
-				}
-			}
-		}
-	}
-	return false
+	return runsStatements(txn, true)
 }
 
 // setAside keeps the session's connection for its next group that needs
