@@ -605,10 +605,10 @@ func TestTemporaryTablesOfSeveralDomains(t *testing.T) {
 	// apart, among them one on a temporary table.
 	on("b1", "CREATE TEMPORARY TABLE dom.mb (a INT) ENGINE=MyISAM", "INSERT INTO dom.m VALUES (1)", "INSERT INTO dom.mb VALUES (2)",
 		"INSERT INTO dom.m SELECT a FROM dom.mb", "INSERT INTO dom.m VALUES (3)")
-	// Dropped one by one: the DROP TEMPORARY TABLE a session logs as it
-	// ends holding tables of both kinds, the target writes as two GTID
-	// groups (README, Status), and its place in the binlog would depend on
-	// when the primary ends the session.
+	// Dropped one by one: the place in the binlog of the DROP TEMPORARY
+	// TABLE a session logs as it ends would depend on when the primary
+	// ends the session (TestSessionEndingWithTemporaryTablesOfBothKinds
+	// replays one).
 	on("b1", "DROP TEMPORARY TABLE dom.mb", "DROP TEMPORARY TABLE dom.tb")
 	for _, c := range sessions {
 		c.Close()
@@ -623,6 +623,75 @@ func TestTemporaryTablesOfSeveralDomains(t *testing.T) {
 			mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "DROP DATABASE IF EXISTS dom")
 			replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", workers)
 			requireEqual(t, sb)
+		})
+	}
+}
+
+// TestSessionEndingWithTemporaryTablesOfBothKinds replays the DROP
+// TEMPORARY TABLE a source session logs as it ends holding temporary
+// tables of InnoDB and of MyISAM and Aria: one GTID group on the source,
+// which the target, executing it, would write as two (one per kind), the
+// second under the source's next sequence number. The drop must reach the
+// target as one group under the source's GTID, and the groups after it
+// must apply.
+func TestSessionEndingWithTemporaryTablesOfBothKinds(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE kinds",
+		"CREATE TABLE kinds.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB")
+	db := rootDB(t, sb.Primary)
+	session, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		"SET SESSION binlog_format=MIXED",
+		"CREATE TEMPORARY TABLE kinds.i (id INT) ENGINE=InnoDB",
+		"CREATE TEMPORARY TABLE kinds.m (id INT) ENGINE=MyISAM",
+		"CREATE TEMPORARY TABLE kinds.a (id INT) ENGINE=Aria",
+		"CREATE TEMPORARY TABLE kinds.j (id INT) ENGINE=InnoDB",
+		"INSERT INTO kinds.i VALUES (1), (2)",
+		"INSERT INTO kinds.m VALUES (3)",
+		"INSERT INTO kinds.a VALUES (4)",
+		"INSERT INTO kinds.j VALUES (5)",
+		"INSERT INTO kinds.t SELECT id, 0 FROM kinds.i UNION SELECT id, 1 FROM kinds.m UNION SELECT id, 2 FROM kinds.a UNION SELECT id, 3 FROM kinds.j",
+	} {
+		if _, err := session.ExecContext(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	poll := rootDB(t, sb.Primary)
+	position := func() string {
+		t.Helper()
+		var pos string
+		if err := poll.QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
+			t.Fatal(err)
+		}
+		return pos
+	}
+	before := position()
+	session.Close()
+	db.Close() // ends the session's connection
+	// The server logs the drop once the session has ended: wait for it, so
+	// that the groups below come after it.
+	deadline := time.Now().Add(30 * time.Second)
+	for position() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the primary logged no DROP TEMPORARY TABLE for the ended session")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if text := queryText(t, sb.Primary, "SELECT COUNT(*) FROM kinds.t"); text != "5" {
+		t.Fatalf("kinds.t holds %s rows on the primary", text)
+	}
+	mustExec(t, sb.Primary, "INSERT INTO kinds.t VALUES (100, 100)", "INSERT INTO kinds.t VALUES (101, 101)")
+	for _, workers := range []string{"1", "4"} {
+		t.Run("workers-"+workers, func(t *testing.T) {
+			resetTarget(t, sb)
+			mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "DROP DATABASE IF EXISTS kinds")
+			replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", workers)
+			requireEqual(t, sb)
+			requireSameAnswers(t, sb, "SELECT COUNT(*), SUM(v) FROM kinds.t")
 		})
 	}
 }

@@ -97,6 +97,19 @@ func (t *Temporary) Observe(thread uint32, db, text string, sqlMode uint64) {
 	}
 }
 
+// DroppedTemporary returns the names a DROP TEMPORARY TABLE IF EXISTS
+// statement drops, as it writes them (Schema "" for a name without one),
+// run under sqlMode; ok is false for any other statement (IF EXISTS left
+// out too), or one it cannot read.
+func DroppedTemporary(text string, sqlMode uint64) (names []Name, ok bool) {
+	lx := Lexing{ANSIQuotes: sqlMode&modeANSIQuotes != 0, NoBackslashEscapes: sqlMode&modeNoBackslashEscapes != 0, UTF8: true}
+	toks, ok := tokens(text, lx)
+	if !ok || len(toks) < 5 || !isWord(toks[0], "DROP") || !isWord(toks[3], "IF") || !isWord(toks[4], "EXISTS") {
+		return nil, false
+	}
+	return droppedNames(toks)
+}
+
 func (t *Temporary) add(thread uint32, n Name) {
 	n = lowerName(n.Schema, n.Table)
 	if t.held[n] == nil {

@@ -1047,9 +1047,12 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 				// prepared, ends only by this statement.)
 				stmt = tolerating(errXARollback, stmt)
 			}
-			if begun && statements == 1 && !xa && statementCount(txn) > 1 {
+			switch {
+			case begun && statements == 1 && !xa && statementCount(txn) > 1:
 				body = append(body, transactionalTemporary(text, stmt)...)
-			} else {
+			case !begun && e.ErrorCode == 0 && s.opts.KeepGTID && s.opts.WriteBinlog:
+				body = append(body, temporaryDropInParts(text, stmt, state.SQLMode)...)
+			default:
 				body = append(body, stmt)
 			}
 			if len(roles) > 0 && e.ErrorCode == 0 {

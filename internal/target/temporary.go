@@ -38,6 +38,7 @@ import (
 	"gapless/internal/binlog"
 	ckpt "gapless/internal/checkpoint"
 	"gapless/internal/gtid"
+	"gapless/internal/statement"
 )
 
 // createsTemporary matches a statement that creates a temporary table.
@@ -73,6 +74,37 @@ func transactionalTemporary(text, stmt string) []string {
 		"SET @@session.default_tmp_storage_engine=InnoDB",
 		stmt,
 		"SET @@session.default_tmp_storage_engine=DEFAULT",
+	}
+}
+
+// temporaryDropInParts returns the statements that run text, a group of
+// its own, when it drops several temporary tables: the DROP TEMPORARY
+// TABLE IF EXISTS a source session logs as it ends holding them. With
+// tables of both kinds among them (InnoDB; MyISAM or Aria) the target
+// would binlog it as two GTID groups, one per kind, the second under the
+// source's next sequence number; and the session holding them may not
+// switch to gapless's own domain for a first part (1953). So every table
+// but the last is dropped outside the binlog, and the statement then logs
+// the drop of the last one alone, under the source's GTID (or nothing,
+// should the target not hold it). A replica of the target keeps the
+// tables dropped outside the binlog until its applier ends.
+func temporaryDropInParts(text, stmt string, sqlMode uint64) []string {
+	names, ok := statement.DroppedTemporary(text, sqlMode)
+	if !ok || len(names) < 2 {
+		return []string{stmt}
+	}
+	first := make([]string, len(names)-1)
+	for i, n := range names[:len(names)-1] {
+		first[i] = quoteName(n.Table)
+		if n.Schema != "" {
+			first[i] = quoteName(n.Schema) + "." + first[i]
+		}
+	}
+	return []string{
+		"SET @@session.sql_log_bin=0",
+		"DROP TEMPORARY TABLE IF EXISTS " + strings.Join(first, ", "),
+		binlogAgain,
+		stmt,
 	}
 }
 

@@ -53,3 +53,26 @@ func TestTransactionalTemporary(t *testing.T) {
 		}
 	}
 }
+
+func TestTemporaryDropInParts(t *testing.T) {
+	for text, first := range map[string]string{
+		"DROP /*!40005 TEMPORARY */ TABLE IF EXISTS `c`,`b`,`a`": "DROP TEMPORARY TABLE IF EXISTS `c`, `b`",
+		"DROP TEMPORARY TABLE IF EXISTS d.x, `e``1`.y, z":        "DROP TEMPORARY TABLE IF EXISTS `d`.`x`, `e``1`.`y`",
+		"DROP /*!40005 TEMPORARY */ TABLE IF EXISTS `a`":         "", // one table: one group
+		"DROP TEMPORARY TABLE a, b":                              "", // without IF EXISTS the second run would fail
+		"DROP TABLE IF EXISTS a, b":                              "",
+		"INSERT INTO a VALUES (1)":                               "",
+	} {
+		got := temporaryDropInParts(text, "stmt", 0)
+		if first == "" {
+			if !slices.Equal(got, []string{"stmt"}) {
+				t.Errorf("%q: got %q, want it as it is", text, got)
+			}
+			continue
+		}
+		want := []string{"SET @@session.sql_log_bin=0", first, binlogAgain, "stmt"}
+		if !slices.Equal(got, want) {
+			t.Errorf("%q: got %q, want %q", text, got, want)
+		}
+	}
+}
