@@ -9,7 +9,9 @@
 // on the primary amid a transaction, and, in one variant, MyISAM writes
 // inside InnoDB transactions, in another a second GTID domain on a schema
 // of its own, XA transactions (some rolled back after XA PREPARE),
-// savepoints rolled back to, a sequence, and DDL amid the load. gapless
+// savepoints rolled back to, a sequence, and DDL amid the load; clients
+// connect again now and then, so that their sessions end holding temporary
+// tables (the DROP TEMPORARY TABLE the primary logs then). gapless
 // applies it with 8 workers, and every table must equal the primary's. GAPLESS_RANDOM_SCALE multiplies the
 // transactions of each client, and GAPLESS_RANDOM_FLAGS adds flags to
 // replicate (a longer soak by hand, other policies and commit orders).
@@ -17,6 +19,8 @@ package e2e
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"math/rand"
 	"os"
@@ -105,30 +109,44 @@ func randomLoad(t *testing.T, sb *sandboxT, clients, perClient int, opts loadOpt
 		go func() {
 			defer wg.Done()
 			ctx := context.Background()
-			conn, err := db.Conn(ctx)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer conn.Close()
 			format := "MIXED"
 			if c%2 == 1 {
 				format = "ROW"
 			}
 			schema := "rnd"
+			setup := []string{
+				// Waits end soon (1205, expected): a prepared XA branch or
+				// a DDL's metadata lock would otherwise hold clients for
+				// 50 s.
+				"SET SESSION binlog_format=" + format + ", innodb_lock_wait_timeout=2, lock_wait_timeout=5",
+			}
 			if opts.features && c%4 == 3 {
 				schema = "rnd1"
-				if _, err := conn.ExecContext(ctx, "SET SESSION gtid_domain_id = 1"); err != nil {
-					errs <- err
-					return
-				}
+				setup = append(setup, "SET SESSION gtid_domain_id = 1")
 			}
-			// Waits end soon (1205, expected): a prepared XA branch or a
-			// DDL's metadata lock would otherwise hold clients for 50 s.
-			if _, err := conn.ExecContext(ctx, "SET SESSION binlog_format="+format+", innodb_lock_wait_timeout=2, lock_wait_timeout=5"); err != nil {
+			var conn *sql.Conn
+			open := func() error {
+				var err error
+				if conn, err = db.Conn(ctx); err != nil {
+					return err
+				}
+				for _, s := range setup {
+					if _, err := conn.ExecContext(ctx, s); err != nil {
+						return fmt.Errorf("%s: %w", s, err)
+					}
+				}
+				return nil
+			}
+			// end ends the client's session on the primary, which then logs
+			// a DROP TEMPORARY TABLE of the temporary tables it held.
+			end := func() {
+				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			}
+			if err := open(); err != nil {
 				errs <- err
 				return
 			}
+			defer func() { conn.Close() }()
 			exec := func(s string) error {
 				if _, err := conn.ExecContext(ctx, s); err != nil && !expectedOnPrimary(err) {
 					return fmt.Errorf("%s: %w", s, err)
@@ -145,6 +163,14 @@ func randomLoad(t *testing.T, sb *sandboxT, clients, perClient int, opts loadOpt
 				}
 				for _, s := range wrapTransaction(rng, c, i, stmts, opts) {
 					if err := exec(s); err != nil {
+						errs <- err
+						return
+					}
+				}
+				if i%40 == 39 {
+					// A client that connects again, as applications do.
+					end()
+					if err := open(); err != nil {
 						errs <- err
 						return
 					}
@@ -321,10 +347,16 @@ func randomTransaction(rng *rand.Rand, client, i int, opts loadOptions) []string
 		case 20:
 			s = fmt.Sprintf("INSERT INTO rnd.tr (id, v) VALUES (%d, %d) ON DUPLICATE KEY UPDATE v = v + 1", rng.Intn(30), i)
 		case 21:
+			// Temporary tables of both kinds, with MyISAM: a session that
+			// ends holding both logs one DROP TEMPORARY TABLE for them.
+			tmp, engine := fmt.Sprintf("rnd.tmp%d", client), "InnoDB"
+			if opts.myisam && rng.Intn(2) == 0 {
+				tmp, engine = fmt.Sprintf("rnd.mtmp%d", client), "MyISAM"
+			}
 			stmts = append(stmts,
-				fmt.Sprintf("CREATE TEMPORARY TABLE IF NOT EXISTS rnd.tmp%d (id INT PRIMARY KEY, k INT)", client),
-				fmt.Sprintf("REPLACE INTO rnd.tmp%d SELECT id, k FROM %s WHERE id BETWEEN %d AND %d", client, tbl(), id(), id()+5))
-			s = fmt.Sprintf("UPDATE rnd.sum SET total = total + (SELECT COALESCE(SUM(k), 0) FROM rnd.tmp%d) WHERE id = %d", client, 1+rng.Intn(5))
+				fmt.Sprintf("CREATE TEMPORARY TABLE IF NOT EXISTS %s (id INT PRIMARY KEY, k INT) ENGINE=%s", tmp, engine),
+				fmt.Sprintf("REPLACE INTO %s SELECT id, k FROM %s WHERE id BETWEEN %d AND %d", tmp, tbl(), id(), id()+5))
+			s = fmt.Sprintf("UPDATE rnd.sum SET total = total + (SELECT COALESCE(SUM(k), 0) FROM %s) WHERE id = %d", tmp, 1+rng.Intn(5))
 		case 22:
 			s = fmt.Sprintf("UPDATE %s SET k = k + 1 ORDER BY id LIMIT 3", tbl())
 		case 23:
