@@ -692,7 +692,7 @@ func (r *Replica) gather(txn *binlog.Transaction, txns <-chan *binlog.Transactio
 		if err := r.engines.Mark(next); err != nil {
 			return nil, true, err
 		}
-		if next.Filtered || !joins(next) || skip[next.MariaDB] || next.MariaDB.Domain != txn.MariaDB.Domain ||
+		if next.Filtered || !joins(next) || skip[next.MariaDB] || next.MariaDB.Domain != txn.MariaDB.Domain || next.SourceStarts != txn.SourceStarts ||
 			target.NeedsStatementSession(next) != target.NeedsStatementSession(txn) ||
 			!bytes.Equal(next.Format.Raw, txn.Format.Raw) || accept(next) != nil {
 			r.pending = next

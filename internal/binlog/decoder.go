@@ -47,6 +47,8 @@ type Decoder struct {
 	// rowsLeft: the open group grew past decodeRowsUpTo, and its rows are
 	// no longer decoded (leaveRows).
 	rowsLeft bool
+	// sourceStarts is Transaction.SourceStarts of the next group.
+	sourceStarts int
 }
 
 // decodeRowsUpTo is the size past which a transaction's rows are left
@@ -182,6 +184,15 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Trans
 	}()
 	if ev.Header.EventType == replication.FORMAT_DESCRIPTION_EVENT {
 		d.format = Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event}
+		if fde, ok := ev.Event.(*replication.FormatDescriptionEvent); ok && fde.CreateTimestamp != 0 {
+			// The source started as it began this binlog. (A source
+			// sends the description of a binlog a replica starts in
+			// the middle of without its creation time; the receiver
+			// writes every one that has it to the relay log, whose
+			// segments rotated for their size carry none: notCreated.)
+			d.sourceStarts++
+			d.statements.SourceStarted()
+		}
 		return nil, nil
 	}
 	single := d.groups.state == afterGTID
@@ -235,11 +246,12 @@ const eventsPerGroup = 16
 // begin opens a transaction at its GTID event.
 func (d *Decoder) begin(ev *replication.BinlogEvent) *Transaction {
 	txn := &Transaction{
-		Begin:      Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event},
-		Format:     d.format,
-		Events:     make([]Event, 0, eventsPerGroup),
-		Size:       len(ev.RawData),
-		SourceTime: time.Unix(int64(ev.Header.Timestamp), 0),
+		Begin:        Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event},
+		Format:       d.format,
+		SourceStarts: d.sourceStarts,
+		Events:       make([]Event, 0, eventsPerGroup),
+		Size:         len(ev.RawData),
+		SourceTime:   time.Unix(int64(ev.Header.Timestamp), 0),
 	}
 	switch g := ev.Event.(type) {
 	case *replication.MariadbGTIDEvent:

@@ -7,6 +7,7 @@ package binlog
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -419,5 +420,51 @@ func TestDecoderLeavesTheRowsOfLargeTransactions(t *testing.T) {
 				t.Errorf("%s: %d row events, want %d", txn, rowEvents, (len(big.events)-2)/2)
 			}
 		}
+	}
+}
+
+// TestDecoderCountsSourceStarts checks Transaction.SourceStarts: a format
+// description with its creation time set (the source started) counts once,
+// however many segments the relay log rotated into for their size after
+// it, and one without it (a reconnection) not at all.
+func TestDecoderCountsSourceStarts(t *testing.T) {
+	e := newEncoder()
+	created := func(ts uint32) []byte {
+		f := e.format()
+		binary.LittleEndian.PutUint32(f[createdAt:], ts)
+		return withChecksum(f)
+	}
+	seq := map[uint32]uint64{}
+	sessions := []struct {
+		format []byte
+		groups []testGroup
+		starts int
+	}{
+		{created(1_700_000_000), makeGroups(e, 12, seq), 1},
+		{e.format(), makeGroups(e, 6, seq), 1},
+		{created(1_700_000_500), makeGroups(e, 12, seq), 2},
+		{created(1_700_000_500), makeGroups(e, 4, seq), 3}, // the same second: a start all the same
+	}
+	l := openTestRelay(t, t.TempDir(), 512) // rotated for size every few groups
+	var want []int
+	for _, s := range sessions {
+		if err := l.BeginSession(s.format); err != nil {
+			t.Fatal(err)
+		}
+		appendGroups(t, l, s.groups)
+		for range s.groups {
+			want = append(want, s.starts)
+		}
+	}
+	if n := len(l.segments); n < 8 {
+		t.Fatalf("only %d segments: the test wants rotations for size", n)
+	}
+	txns := decodeAll(t, l, gtid.MariaDBPosition{})
+	var got []int
+	for _, txn := range txns {
+		got = append(got, txn.SourceStarts)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("SourceStarts %v, want %v", got, want)
 	}
 }

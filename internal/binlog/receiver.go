@@ -197,7 +197,13 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 			return err
 		}
 		if ev.Header.EventType == replication.FORMAT_DESCRIPTION_EVENT {
-			if format == nil || !sameFormat(format, ev.RawData) {
+			// One with its creation time set begins the first binlog the
+			// source wrote after it started (the description a source
+			// sends first has none, unless the replica starts at the
+			// beginning of that binlog): it goes in the relay log even when
+			// the one before was the same, in the same second, so that the
+			// decoder learns of the start (Transaction.SourceStarts).
+			if format == nil || !sameFormat(format, ev.RawData) || sourceStarted(ev) {
 				if groups.open() {
 					return errors.New("format description event inside a group")
 				}
@@ -264,6 +270,13 @@ func (c cutter) decode(ev *replication.BinlogEvent) (*replication.BinlogEvent, e
 		return nil, fmt.Errorf("source event %s at source position %d: %w", ev.Header.EventType, ev.Header.LogPos, err)
 	}
 	return decoded, nil
+}
+
+// sourceStarted reports whether a format description event has its
+// creation time set.
+func sourceStarted(ev *replication.BinlogEvent) bool {
+	fde, ok := ev.Event.(*replication.FormatDescriptionEvent)
+	return ok && fde.CreateTimestamp != 0
 }
 
 // sameFormat compares two format description events, ignoring the header

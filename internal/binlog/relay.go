@@ -640,6 +640,24 @@ func (l *RelayLog) BeginSession(format []byte) error {
 	return l.rotateLocked(format)
 }
 
+// createdAt is where a format description event holds when its binlog was
+// created, set only in the first binlog a server writes after it starts:
+// after the header, the binlog version (2 bytes) and the server version (50).
+const createdAt = eventHeaderSize + 2 + 50
+
+// notCreated returns a copy of a format description event without its
+// creation time, its checksum computed again: a segment that goes on from
+// the one before, rotated for its size, must not say that the source
+// started again (the decoder ends the source's temporary tables there).
+func notCreated(fde []byte) []byte {
+	if len(fde) < createdAt+4+checksumSize {
+		return fde
+	}
+	out := bytes.Clone(fde)
+	binary.LittleEndian.PutUint32(out[createdAt:], 0)
+	return withChecksum(out)
+}
+
 // withCRC32 returns a copy of a format description event that says its
 // events carry CRC32 checksums, its own checksum computed again.
 func withCRC32(fde []byte) []byte {
@@ -838,7 +856,7 @@ func (l *RelayLog) Flush() error {
 	}
 	var syncNow *os.File
 	if l.activeSize >= l.opts.SegmentSize && !l.open {
-		if err := l.rotateLocked(l.format); err != nil {
+		if err := l.rotateLocked(notCreated(l.format)); err != nil {
 			l.mu.Unlock()
 			return err
 		}

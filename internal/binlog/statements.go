@@ -30,6 +30,10 @@ func NewStatementReader() *StatementReader {
 	return &StatementReader{analyzer: statement.NewAnalyzer(), temporary: statement.NewTemporary()}
 }
 
+// SourceStarted forgets every temporary table: the source started, which
+// ended all its sessions.
+func (r *StatementReader) SourceStarted() { r.temporary = statement.NewTemporary() }
+
 // Read follows the temporary tables txn creates and drops, and sets
 // FlagKnownStatements and the tables its statements name when it may.
 func (r *StatementReader) Read(txn *Transaction) {

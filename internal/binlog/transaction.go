@@ -132,6 +132,14 @@ type Transaction struct {
 	// loads a file (LOAD DATA). Row events never use one.
 	MayUseTemporary bool
 
+	// SourceStarts is how many times the source's binlog said, before the
+	// group and since the decoder began, that the source had started (a
+	// format description event with its creation time set: the first
+	// binlog a server writes after it starts). A start ended every session
+	// of the source, and their temporary tables with them, without a DROP
+	// TEMPORARY TABLE in the binlog.
+	SourceStarts int
+
 	// Statements are what the statements of a FlagKnownStatements group
 	// write, in order: per statement, the tables it names and, when its
 	// text says them plainly, its rows (meaningless without the flag).

@@ -8,6 +8,7 @@ package e2e
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -694,4 +695,86 @@ func TestSessionEndingWithTemporaryTablesOfBothKinds(t *testing.T) {
 			requireSameAnswers(t, sb, "SELECT COUNT(*), SUM(v) FROM kinds.t")
 		})
 	}
+}
+
+// TestSourceRestartEndsItsSessionsTemporaryTables replays a primary that
+// crashed while a session held a temporary table, and a session after its
+// restart, under the same connection id, that makes a temporary table of
+// that name again. The primary's restart ended the first session without
+// a DROP TEMPORARY TABLE in its binlog; the replica must drop it too
+// (MariaDB's replica does so when the source's binlog says the source
+// started), or the second session's CREATE TEMPORARY TABLE IF NOT EXISTS
+// finds the old table, rows and all.
+func TestSourceRestartEndsItsSessionsTemporaryTables(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE again",
+		"CREATE TABLE again.t (n INT, v INT) ENGINE=InnoDB")
+	session := func(db *sql.DB) (*sql.Conn, int64) {
+		t.Helper()
+		c, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id int64
+		if err := c.QueryRowContext(context.Background(), "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return c, id
+	}
+	run := func(c *sql.Conn, stmts ...string) {
+		t.Helper()
+		for _, s := range stmts {
+			if _, err := c.ExecContext(context.Background(), s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+	}
+	fill := func(c *sql.Conn, n int) {
+		run(c, "SET SESSION binlog_format=MIXED",
+			"CREATE TEMPORARY TABLE IF NOT EXISTS again.tmp (v INT) ENGINE=InnoDB",
+			fmt.Sprintf("INSERT INTO again.tmp VALUES (%d)", n),
+			fmt.Sprintf("INSERT INTO again.t SELECT %d, v FROM again.tmp", n))
+	}
+	before, err := sb.Primary.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, id := session(before)
+	fill(old, 1)
+	if err := sb.Primary.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	before.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := sb.Primary.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Connection ids start again from a few: take connections until one
+	// has the old session's id.
+	after, err := sb.Primary.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Close()
+	var again *sql.Conn
+	for range 10000 {
+		c, got := session(after)
+		if got == id {
+			again = c
+			break
+		}
+		if got > id {
+			t.Fatalf("the restarted primary gave connection id %d, past the old session's %d", got, id)
+		}
+		_ = c.Raw(func(any) error { return driver.ErrBadConn }) // a new connection next time
+	}
+	if again == nil {
+		t.Fatalf("no connection with id %d", id)
+	}
+	fill(again, 2)
+	mustExec(t, sb.Primary, "INSERT INTO again.t VALUES (0, 0)")
+	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"))
+	requireEqual(t, sb)
 }

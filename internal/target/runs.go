@@ -59,6 +59,9 @@ func (s *Session) Pipelines(txn *binlog.Transaction) bool {
 // AppliedAlone).
 func (s *Session) ApplyAlone(ctx context.Context, txns []*binlog.Transaction, checkpoints []string) (int, error) {
 	s.loads = nil
+	if err := s.sourceStarted(txns[0]); err != nil {
+		return 0, newApplyError(txns[0], err)
+	}
 	txns = txns[:crashWithin(txns)]
 	var script []string
 	ends := make([]int, len(txns)) // the script's length up to each group's end

@@ -98,6 +98,9 @@ type Session struct {
 	// cleanConn (toDomain).
 	domain uint32
 	pinned map[uint32]*pinnedConn
+	// starts is the binlog.Transaction.SourceStarts of the groups the
+	// session's temporary tables were made by (sourceStarted).
+	starts int
 	// resting: the last script ended with restOutsideBinlog, so the session
 	// is outside the binlog until the next one turns it on (run).
 	resting bool
@@ -318,6 +321,9 @@ func (s *Session) Continue(ctx context.Context, commit bool) error {
 func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint string, commit bool) error {
 	first := txns[0]
 	s.loads = nil
+	if err := s.sourceStarted(first); err != nil {
+		return newApplyError(first, err)
+	}
 	resumed, err := s.unpark(txns)
 	if err != nil {
 		return newApplyError(first, err)

@@ -214,6 +214,34 @@ func (s *Session) toDomain(txns []*binlog.Transaction) error {
 	return nil
 }
 
+// sourceStarted ends the temporary tables of the source's sessions when txn
+// comes after a start of the source the session has not met yet
+// (binlog.Transaction.SourceStarts): the start ended those sessions, and
+// their temporary tables, without a DROP TEMPORARY TABLE in the binlog, so
+// a session of the same id after it that made one of the same name would
+// otherwise find the old one, rows and all. MariaDB's replica drops its
+// own then too. Every connection of the session that may hold some ends,
+// outside the binlog. (One parked with a prepared XA branch keeps its
+// tables until the branch ends: it cannot stop logging.)
+func (s *Session) sourceStarted(txn *binlog.Transaction) error {
+	if txn.SourceStarts == s.starts {
+		return nil
+	}
+	s.starts = txn.SourceStarts
+	for key, p := range s.pinned {
+		if key != cleanConn {
+			s.endPinned(p)
+			delete(s.pinned, key)
+		}
+	}
+	if !s.temporary {
+		return nil
+	}
+	err := s.reopen()
+	s.temporary = false
+	return err
+}
+
 // usesTemporary reports whether txn may use a temporary table of a source
 // session: whether it runs a statement of the source's or loads a file.
 // Of an XA transaction, which its connection keeps once prepared (park),
