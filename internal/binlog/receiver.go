@@ -109,6 +109,16 @@ func (e *SourceError) Error() string {
 	return msg + " (source " + source + ")"
 }
 
+// streamError is a source's binlog that gapless cannot cut into whole
+// groups; reconnecting would read the same events again.
+type streamError struct{ err error }
+
+func (e *streamError) Error() string {
+	return "the source's binlog is not one gapless can apply: " + e.err.Error() +
+		"; reading it again would meet the same, so the run stops: report it as a gapless bug with the source's binlog around that position"
+}
+func (e *streamError) Unwrap() error { return e.err }
+
 // relayError is a relay log write that failed; reconnecting will not help.
 type relayError struct{ err error }
 
@@ -130,7 +140,8 @@ func (r *Receiver) Run(ctx context.Context) error {
 		}
 		var se *SourceError
 		var re *relayError
-		if errors.As(err, &se) || errors.As(err, &re) {
+		var st *streamError
+		if errors.As(err, &se) || errors.As(err, &re) || errors.As(err, &st) {
 			return err
 		}
 		if time.Since(start) > 10*time.Second {
@@ -205,7 +216,20 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 			// decoder learns of the start (Transaction.SourceStarts).
 			if format == nil || !sameFormat(format, ev.RawData) || sourceStarted(ev) {
 				if groups.open() {
-					return errors.New("format description event inside a group")
+					if !sourceStarted(ev) {
+						return &streamError{fmt.Errorf("a format description event inside group %s", current)}
+					}
+					// The source's binlog ends amid the group, and the
+					// source started after it: it crashed while writing
+					// the group, and its crash recovery rolled the
+					// transaction back (its XID is not in the binlog).
+					r.cfg.Logger.Warn("the source's binlog holds only the first events of a group, cut off where the source restarted; "+
+						"the source rolled it back as it started, and gapless does not apply it either, as MariaDB's replica does not",
+						"gtid", current.String())
+					if err := r.relay.AbandonGroup(); err != nil {
+						return &relayError{err}
+					}
+					groups = groupTracker{}
 				}
 				format = bytes.Clone(ev.RawData)
 				if err := r.relay.BeginSession(format); err != nil {
@@ -216,7 +240,7 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 		}
 		cut, err := groups.add(ev)
 		if err != nil {
-			return err
+			return &streamError{err}
 		}
 		switch cut {
 		case cutControl:
