@@ -146,7 +146,9 @@ func randomLoad(t *testing.T, sb *sandboxT, clients, perClient int, opts loadOpt
 				errs <- err
 				return
 			}
-			defer func() { conn.Close() }()
+			// Ended, not put back in the pool: another client would get
+			// it, GTID domain and all.
+			defer func() { end() }()
 			exec := func(s string) error {
 				if _, err := conn.ExecContext(ctx, s); err != nil && !expectedOnPrimary(err) {
 					return fmt.Errorf("%s: %w", s, err)
