@@ -568,7 +568,12 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		case txn, ok := <-in:
 			if !ok {
 				stopping, runErr = true, <-decErr
-				r.clog.drop(r.highestStarted())
+				var incident *binlog.IncidentError
+				if !errors.As(runErr, &incident) {
+					r.clog.drop(r.highestStarted())
+				}
+				// At an incident, everything before it is applied: the
+				// decoder ended there, and all before it is in flight.
 				continue
 			}
 			dispatch(txn)

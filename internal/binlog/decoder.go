@@ -195,6 +195,9 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Trans
 		}
 		return nil, nil
 	}
+	if ev.Header.EventType == replication.INCIDENT_EVENT && !d.groups.open() {
+		return nil, incidentError(ev.RawData, d.last)
+	}
 	single := d.groups.state == afterGTID
 	cut, err := d.groups.add(ev)
 	if err != nil {

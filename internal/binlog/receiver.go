@@ -244,6 +244,12 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 		}
 		switch cut {
 		case cutControl:
+			if ev.Header.EventType == replication.INCIDENT_EVENT {
+				// The decoder stops there, once all before it is applied.
+				if err := r.relay.AddControl(ev.RawData); err != nil {
+					return &relayError{err}
+				}
+			}
 			continue
 		case cutInside:
 			if g, ok := ev.Event.(*replication.MariadbGTIDEvent); ok {

@@ -126,6 +126,9 @@ type RelayLog struct {
 	// complete group ends, on disk or in buf.
 	written, whole int64
 	open           bool
+	// control: buf ends with an event between groups (AddControl), to be
+	// read once written.
+	control bool
 }
 
 // OpenRelay opens (creating if needed) the relay log in opts.Dir and recovers
@@ -796,6 +799,25 @@ func (l *RelayLog) EndGroup(id gtid.MariaDBGTID) error {
 	return nil
 }
 
+// AddControl appends ev, an event between groups that the decoder must
+// meet in its place (a source's incident), and writes it.
+func (l *RelayLog) AddControl(ev []byte) error {
+	l.mu.Lock()
+	if l.active == nil || l.open {
+		l.mu.Unlock()
+		return errors.New("relay log: an event between groups before BeginSession or inside a group")
+	}
+	if l.addChecksum {
+		l.buf = appendWithChecksum(l.buf, ev)
+	} else {
+		l.buf = append(l.buf, ev...)
+	}
+	l.whole = l.written + int64(len(l.buf))
+	l.control = true
+	l.mu.Unlock()
+	return l.Flush()
+}
+
 // AbandonGroup forgets the open group's events (the connection was lost
 // inside it; the next session fetches it whole): those still buffered, and
 // those already written, which are cut off the segment.
@@ -839,13 +861,13 @@ func (l *RelayLog) Flush() error {
 	if cap(l.buf) > 4*flushSize {
 		l.buf = nil // a large event's buffer is not kept
 	}
-	ids := l.buffered
-	l.buffered = l.buffered[:0]
+	ids, control := l.buffered, l.control
+	l.buffered, l.control = l.buffered[:0], false
 	if err != nil {
 		l.mu.Unlock()
 		return fmt.Errorf("relay log: write %s: %w", l.segments[len(l.segments)-1].path, err)
 	}
-	if len(ids) == 0 {
+	if len(ids) == 0 && !control {
 		// Only the first events of a large group: nothing new to read.
 		l.mu.Unlock()
 		return nil

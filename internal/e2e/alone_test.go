@@ -840,3 +840,40 @@ func TestGroupCutOffByASourceRestart(t *testing.T) {
 		t.Errorf("no warning of the group cut off:\n%s%s", r.stdout, r.stderr)
 	}
 }
+
+// TestIncidentStopsTheRunAfterWhatCameBefore: a source that changed a
+// MyISAM table and could not binlog it (a row larger than its statement
+// cache) logs a LOST_EVENTS incident. gapless applies every group before
+// it, then stops with a message and a non-zero exit, as MariaDB's replica
+// stops (error 1590); it once passed the incident without a word, and the
+// target lacked the row for good.
+func TestIncidentStopsTheRunAfterWhatCameBefore(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE inc",
+		"CREATE TABLE inc.m (id INT PRIMARY KEY, data TEXT) ENGINE=MyISAM",
+		"CREATE TABLE inc.t (id INT PRIMARY KEY) ENGINE=InnoDB",
+		"INSERT INTO inc.t VALUES (1), (2)")
+	before := domain0(t, sb.Primary)
+	mustExec(t, sb.Primary, "SET GLOBAL max_binlog_stmt_cache_size = 4096, binlog_stmt_cache_size = 4096")
+	err := sb.Primary.Exec(context.Background(), "INSERT INTO inc.m VALUES (1, REPEAT('a', 20000))")
+	mustExec(t, sb.Primary, "SET GLOBAL max_binlog_stmt_cache_size = DEFAULT, binlog_stmt_cache_size = DEFAULT")
+	if err == nil || !strings.Contains(err.Error(), "1705") {
+		t.Fatalf("the primary's oversized MyISAM row: %v, want error 1705 (and an incident in its binlog)", err)
+	}
+	mustExec(t, sb.Primary, "INSERT INTO inc.t VALUES (3)")
+	args := []string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
+		"--until", binlogPos(t, sb.Primary), "--relay-dir", filepath.Join(t.TempDir(), "relay"), "--progress", "0"}
+	for run := range 2 { // the second run stops at once, in the same place
+		r := gapless(t, nil, args...)
+		if r.code == 0 || !strings.Contains(r.stderr, "LOST_EVENTS incident after "+before.String()) {
+			t.Fatalf("run %d: gapless exited %d, want a stop at the incident after %s:\n%s", run+1, r.code, before, r.stderr)
+		}
+		if got := queryText(t, sb.Target, "SELECT COUNT(*) FROM inc.t"); got != "2" {
+			t.Fatalf("run %d: the target holds %s rows of inc.t, want the 2 before the incident", run+1, got)
+		}
+		if got := domain0(t, sb.Target); got != before {
+			t.Fatalf("run %d: the target's binlog ends at %s, want %s, the last group before the incident", run+1, got, before)
+		}
+	}
+}
