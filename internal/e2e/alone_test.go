@@ -877,3 +877,40 @@ func TestIncidentStopsTheRunAfterWhatCameBefore(t *testing.T) {
 		}
 	}
 }
+
+// TestXAPrepareRetriedAfterALockWait applies an XA transaction whose row a
+// client of the target holds locked past innodb_lock_wait_timeout: its
+// first try fails after XA START (1205), which leaves the branch open on
+// the connection, where ROLLBACK does not end it. The retry must find the
+// connection free; it once met error 1953 on its first statement and the
+// run stopped.
+func TestXAPrepareRetriedAfterALockWait(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE xr",
+		"CREATE TABLE xr.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+		"INSERT INTO xr.t VALUES (1, 0), (2, 0)")
+	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay0"))
+	mustExec(t, sb.Primary, "SET SESSION binlog_format=ROW",
+		"XA START 'r1'", "UPDATE xr.t SET v = 1 WHERE id = 1", "XA END 'r1'", "XA PREPARE 'r1'", "XA COMMIT 'r1'",
+		"UPDATE xr.t SET v = 2 WHERE id = 2")
+	mustExec(t, sb.Target, "SET GLOBAL innodb_lock_wait_timeout = 1")
+	t.Cleanup(func() { _ = sb.Target.Exec(context.Background(), "SET GLOBAL innodb_lock_wait_timeout = DEFAULT") })
+	// A client of the target holds the row for 2.5 s: the XA transaction's
+	// first tries wait a second each and fail.
+	holder := rootDB(t, sb.Target)
+	holder.SetMaxOpenConns(1)
+	tx, err := holder.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("SELECT * FROM xr.t WHERE id = 1 FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(2500 * time.Millisecond)
+		tx.Rollback()
+	}()
+	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", "2")
+	requireEqual(t, sb)
+}

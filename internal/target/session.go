@@ -412,6 +412,9 @@ func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint s
 		}
 	}
 	if err := s.run(script); err != nil {
+		if xaPrepare {
+			s.endUnprepared(first, script)
+		}
 		s.Rollback(context.Background())
 		if errors.Is(err, errDomainPinned) && !s.whole {
 			// The group's first part was to go to gapless's own domain,
@@ -945,6 +948,25 @@ func (s *Session) xaPrepareScript(txn *binlog.Transaction, checkpoint string) (b
 	}
 	body = append(body, prepare)
 	return body, s.ownTransaction(checkpoint), nil
+}
+
+// endUnprepared ends the XA branch of txn that script, which failed, began
+// and did not prepare (a lock wait timed out, a deadlock, the watchdog):
+// ROLLBACK does not end one, and the connection could run nothing else
+// while it is open (1953 on the retry's first statement, 1399). A branch
+// that was prepared stays, as on the source.
+func (s *Session) endUnprepared(txn *binlog.Transaction, script []string) {
+	start, prepare, err := xaStatements(txn)
+	if err != nil {
+		return
+	}
+	if at := slices.Index(script, prepare); at >= 0 && s.ran > at {
+		return
+	}
+	x := strings.TrimPrefix(start, "XA START ")
+	// One at a time: XA END fails when the branch is idle already.
+	_ = s.conn.exec([]string{"XA END " + x})
+	_ = s.conn.exec([]string{"XA ROLLBACK " + x})
 }
 
 // events adds the statements of txn's events to body: row events as BINLOG
