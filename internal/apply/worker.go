@@ -459,8 +459,12 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			return err
 		}
 	}
-	if strict && !held && w.replica.serializing() {
+	if strict && !held && (w.replica.serializing() || target.PreparesXA(txn)) {
 		// Conflicts the policy cannot see are about: start at the turn.
+		// So too an XA PREPARE: its branch, once prepared, keeps its
+		// locks until the group that ends it, and neither the watchdog
+		// nor a retry can take them back from an earlier transaction
+		// that waits for one (a gap the policy does not see).
 		if err := clog.waitTurn(run, j.gi, nil); err != nil {
 			return err
 		}

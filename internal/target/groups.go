@@ -217,6 +217,10 @@ func gtidFlags(txn *binlog.Transaction) (flags2, extra byte) {
 	return flags2, extra
 }
 
+// PreparesXA reports whether txn is the first phase of an XA transaction
+// (XA START ... XA PREPARE).
+func PreparesXA(txn *binlog.Transaction) bool { return shapeOf(txn) == shapeXAPrepare }
+
 func endsInXAPrepare(txn *binlog.Transaction) bool {
 	n := len(txn.Events)
 	return n > 0 && txn.Events[n-1].Header.EventType == replication.XA_PREPARE_LOG_EVENT
