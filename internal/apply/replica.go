@@ -479,7 +479,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			r.clog.commit(gi)
 			committed[gi] = batch[0]
 			r.advance(committed)
-			if !batch[0].AppliedAhead {
+			if !batch[0].AppliedAhead && !batch[0].RolledBack {
 				r.filtered.Add(1)
 			}
 			budget.give(int64(batch[0].Size))

@@ -125,6 +125,12 @@ type Transaction struct {
 	// one, but is not counted as filtered.
 	AppliedAhead bool
 
+	// RolledBack is true, with Filtered, for a group that ends in ROLLBACK
+	// and whose row events are all on tables transactional on the target
+	// (target.Engines.Mark): it changed nothing that stays, and passes like
+	// a filtered one, not counted as filtered.
+	RolledBack bool
+
 	// MayUseTemporary is set by StatementReader.Read when a statement of
 	// the group (XA statements aside) may create, drop or use a table that
 	// a source session holds as temporary: it says TEMPORARY, or the table

@@ -25,6 +25,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/replication"
+
 	"gapless/internal/binlog"
 )
 
@@ -66,7 +68,26 @@ func (e *Engines) Invalidate() {
 //
 // It clears binlog.FlagKnownStatements when a table the statements name is
 // not one they may run on from any apply session.
+//
+// A group of row events that ends in ROLLBACK, on tables all transactional
+// on the target, it marks RolledBack and Filtered, its events dropped: the
+// source logged it for a change to a table that is not transactional there
+// (a MyISAM temporary table, whose rows a ROW-format binlog leaves out),
+// and its rows on transactional tables were rolled back. The source writes
+// it when the rollback ends, which may be after a transaction that took
+// the rows it had locked (a deadlock's victim): applied, its rows could
+// meet that transaction's (found by the random load: 1062 on a unique key).
 func (e *Engines) Mark(txn *binlog.Transaction) error {
+	if !txn.Filtered && rollsBackRows(txn) {
+		for _, t := range tableMaps(txn) {
+			transactional, err := e.transactional(t.Schema, t.Table)
+			if err != nil || !transactional {
+				return err
+			}
+		}
+		txn.Events, txn.Filtered, txn.RolledBack = nil, true, true
+		return nil
+	}
 	if !txn.Has(binlog.FlagTransactional) || txn.Filtered {
 		txn.Flags &^= binlog.FlagKnownStatements
 		return nil
@@ -104,6 +125,42 @@ func (e *Engines) Mark(txn *binlog.Transaction) error {
 		}
 	}
 	return nil
+}
+
+// rollsBackRows reports whether txn is row events only (with their table
+// maps and annotations) ending in a ROLLBACK.
+func rollsBackRows(txn *binlog.Transaction) bool {
+	n := len(txn.Events)
+	if txn.Flavor != binlog.FlavorMariaDB || n < 2 || shapeOf(txn) == shapeXAPrepare || completesXA(txn) {
+		return false
+	}
+	last, ok := txn.Events[n-1].Data.(*replication.QueryEvent)
+	if !ok || binlog.ControlStatement(last.Query) != "ROLLBACK" {
+		return false
+	}
+	for _, ev := range txn.Events[:n-1] {
+		switch e := ev.Data.(type) {
+		case *replication.TableMapEvent, *replication.RowsEvent, *replication.MariadbAnnotateRowsEvent:
+		case *replication.QueryEvent:
+			if binlog.ControlStatement(e.Query) != "BEGIN" {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// tableMaps returns the tables txn's table map events name.
+func tableMaps(txn *binlog.Transaction) []binlog.TableRef {
+	var out []binlog.TableRef
+	for _, ev := range txn.Events {
+		if m, ok := ev.Data.(*replication.TableMapEvent); ok {
+			out = append(out, binlog.TableRef{Schema: string(m.Schema), Table: string(m.Table)})
+		}
+	}
+	return out
 }
 
 func (e *Engines) transactional(schema, table string) (bool, error) {
