@@ -468,3 +468,43 @@ func TestDecoderCountsSourceStarts(t *testing.T) {
 		t.Fatalf("SourceStarts %v, want %v", got, want)
 	}
 }
+
+// TestDecoderStopsAtAnIncident: an incident the receiver wrote between
+// groups (RelayLog.AddControl) ends the decoder there, after the groups
+// before it, with an IncidentError naming the last of them.
+func TestDecoderStopsAtAnIncident(t *testing.T) {
+	e := newEncoder()
+	seq := map[uint32]uint64{}
+	before, after := makeGroups(e, 4, seq), makeGroups(e, 2, seq)
+	l := openTestRelay(t, t.TempDir(), 0)
+	if err := l.BeginSession(e.format()); err != nil {
+		t.Fatal(err)
+	}
+	appendGroups(t, l, before)
+	msg := "error writing to the binary log"
+	body := append(binary.LittleEndian.AppendUint16(nil, incidentLostEvents), byte(len(msg)))
+	if err := l.AddControl(e.event(replication.INCIDENT_EVENT, 0, body, []byte(msg))); err != nil {
+		t.Fatal(err)
+	}
+	appendGroups(t, l, after)
+	d := NewDecoder(l, gtid.MariaDBPosition{})
+	defer d.Close()
+	var got []string
+	for {
+		txn, err := d.Next(canceledCtx)
+		if err != nil {
+			var ie *IncidentError
+			if !errors.As(err, &ie) {
+				t.Fatalf("after %v: %v, want the incident", got, err)
+			}
+			if want := before[len(before)-1].id.String(); ie.After != want || ie.Number != incidentLostEvents || ie.Message != msg {
+				t.Fatalf("incident after %q (%d, %q), want after %q (%d, %q)", ie.After, ie.Number, ie.Message, want, incidentLostEvents, msg)
+			}
+			break
+		}
+		got = append(got, txn.GTID())
+	}
+	if len(got) != len(before) {
+		t.Fatalf("decoded %v before the incident, want the %d groups before it", got, len(before))
+	}
+}
