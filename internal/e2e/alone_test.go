@@ -705,8 +705,20 @@ func TestSessionEndingWithTemporaryTablesOfBothKinds(t *testing.T) {
 // a DROP TEMPORARY TABLE in its binlog; the replica must drop it too
 // (MariaDB's replica does so when the source's binlog says the source
 // started), or the second session's CREATE TEMPORARY TABLE IF NOT EXISTS
-// finds the old table, rows and all.
+// finds the old table, rows and all. Replayed after the fact, and with
+// gapless running across the crash (its receiver reconnects where the
+// binlog written at the restart begins).
 func TestSourceRestartEndsItsSessionsTemporaryTables(t *testing.T) {
+	for _, live := range []bool{false, true} {
+		name := "replayed"
+		if live {
+			name = "live"
+		}
+		t.Run(name, func(t *testing.T) { sourceRestartWithTemporaryTables(t, live) })
+	}
+}
+
+func sourceRestartWithTemporaryTables(t *testing.T, live bool) {
 	sb := upSandbox(t)
 	mustExec(t, sb.Primary,
 		"CREATE DATABASE again",
@@ -743,6 +755,19 @@ func TestSourceRestartEndsItsSessionsTemporaryTables(t *testing.T) {
 	}
 	old, id := session(before)
 	fill(old, 1)
+	relay := filepath.Join(t.TempDir(), "relay")
+	var stop func()
+	var logs interface{ String() string }
+	if live {
+		// gapless applies the first session's groups, its temporary table
+		// held by its statement session, and keeps running.
+		cmd, stderr, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, relay)...)
+		logs = stderr
+		waitApplied(t, sb, primaryPosition(t, sb), 30*time.Second, stderr)
+		stop = func() {
+			stopAndRequireExit0(t, cmd.Process.Pid, wait)
+		}
+	}
 	if err := sb.Primary.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -776,7 +801,12 @@ func TestSourceRestartEndsItsSessionsTemporaryTables(t *testing.T) {
 	}
 	fill(again, 2)
 	mustExec(t, sb.Primary, "INSERT INTO again.t VALUES (0, 0)")
-	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"))
+	if live {
+		waitApplied(t, sb, primaryPosition(t, sb), 60*time.Second, logs)
+		stop()
+	} else {
+		replicateUntilCaughtUp(t, sb, relay)
+	}
 	requireEqual(t, sb)
 }
 
