@@ -131,9 +131,10 @@ func (e *Engines) Mark(txn *binlog.Transaction) error {
 // maps and annotations) ending in a ROLLBACK.
 func rollsBackRows(txn *binlog.Transaction) bool {
 	n := len(txn.Events)
-	if txn.Flavor != binlog.FlavorMariaDB || n < 2 || shapeOf(txn) == shapeXAPrepare || completesXA(txn) {
+	if txn.Flavor != binlog.FlavorMariaDB || n < 2 {
 		return false
 	}
+	// (An XA ROLLBACK is a statement of its own, not this one.)
 	last, ok := txn.Events[n-1].Data.(*replication.QueryEvent)
 	if !ok || binlog.ControlStatement(last.Query) != "ROLLBACK" {
 		return false
