@@ -944,3 +944,43 @@ func TestXAPrepareRetriedAfterALockWait(t *testing.T) {
 	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", "2")
 	requireEqual(t, sb)
 }
+
+// TestXACommitKilledBeforeItsPosition kills gapless after an XA COMMIT
+// ended its branch on the target and before the position passed it, then
+// runs again, in every mode: the source's GTIDs in the target's binlog say
+// the group is applied, and without them (causal order, no target binlog)
+// XA RECOVER does, the branch no longer prepared there. It once ran the
+// XA COMMIT again and stopped on XAER_NOTA (1397).
+func TestXACommitKilledBeforeItsPosition(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE xk",
+		"CREATE TABLE xk.t (id INT PRIMARY KEY) ENGINE=InnoDB",
+		"SET SESSION binlog_format=ROW",
+		"XA START 'k1'", "INSERT INTO xk.t VALUES (1)", "XA END 'k1'", "XA PREPARE 'k1'")
+	prepared := binlogPos(t, sb.Primary)
+	mustExec(t, sb.Primary, "XA COMMIT 'k1'", "INSERT INTO xk.t VALUES (2)")
+	end := binlogPos(t, sb.Primary)
+	for _, extra := range [][]string{nil, {"--commit-order", "causal"}, {"--no-target-binlog"}} {
+		t.Run(strings.Join(append([]string{"flags"}, extra...), " "), func(t *testing.T) {
+			resetTarget(t, sb)
+			mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "DROP DATABASE IF EXISTS xk")
+			relay := filepath.Join(t.TempDir(), "relay")
+			args := func(until string) []string {
+				return append([]string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
+					"--until", until, "--relay-dir", relay, "--progress", "0"}, extra...)
+			}
+			if r := gapless(t, nil, args(prepared)...); r.code != 0 {
+				t.Fatalf("the run to the XA PREPARE exited %d:\n%s", r.code, r.stderr)
+			}
+			// The next group applied alone is the XA COMMIT.
+			if r := gapless(t, []string{"GAPLESS_CRASH_BEFORE_POSITION=1"}, args(end)...); !r.signaled {
+				t.Fatalf("the run was not killed before the XA COMMIT's position (exit %d):\n%s", r.code, r.stderr)
+			}
+			if r := gapless(t, nil, args(end)...); r.code != 0 {
+				t.Fatalf("the run after the kill exited %d:\n%s", r.code, r.stderr)
+			}
+			requireEqualData(t, sb, len(extra) > 0)
+		})
+	}
+}

@@ -1541,6 +1541,19 @@ func (s *Session) AppliedAlone(ctx context.Context, txn *binlog.Transaction, fir
 		}
 		return false, through, newApplyError(txn, fmt.Errorf("the target's binlog already holds %s, past this transaction in its domain: something besides this stream writes GTID domain %d on the target; applying or skipping could both be wrong, so gapless stops (check the target's binlog)", last, txn.MariaDB.Domain))
 	}
+	if x := endsXA(txn); x != (xid{}) && first {
+		// An XA COMMIT or XA ROLLBACK tried before (a round trip lost, its
+		// position not written, a run killed) is on the target once its
+		// branch is no longer prepared there; running it again would
+		// answer XAER_NOTA (found by the random load under causal order).
+		// (A branch that changed nothing on the target was not kept as
+		// it was prepared: there is nothing to end either.)
+		prepared, err := s.xaPrepared(x)
+		if err != nil {
+			return false, through, newApplyError(txn, err)
+		}
+		return !prepared, through, nil
+	}
 	if shapeOf(txn) != shapeXAPrepare {
 		return false, through, nil
 	}
