@@ -184,7 +184,7 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Trans
 	}()
 	if ev.Header.EventType == replication.FORMAT_DESCRIPTION_EVENT {
 		d.format = Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event}
-		if fde, ok := ev.Event.(*replication.FormatDescriptionEvent); ok && fde.CreateTimestamp != 0 {
+		if sourceStarted(ev) {
 			// The source started as it began this binlog. (A source
 			// sends the description of a binlog a replica starts in
 			// the middle of without its creation time; the receiver

@@ -771,11 +771,7 @@ func (l *RelayLog) AddEvent(ev []byte) error {
 		return errors.New("relay log: append before BeginSession")
 	}
 	l.open = true
-	if l.addChecksum {
-		l.buf = appendWithChecksum(l.buf, ev)
-	} else {
-		l.buf = append(l.buf, ev...)
-	}
+	l.bufferLocked(ev)
 	full := len(l.buf) >= flushSize
 	l.mu.Unlock()
 	if full {
@@ -799,6 +795,16 @@ func (l *RelayLog) EndGroup(id gtid.MariaDBGTID) error {
 	return nil
 }
 
+// bufferLocked appends ev to buf in segment format: with a CRC32 of its own
+// when the source sends none.
+func (l *RelayLog) bufferLocked(ev []byte) {
+	if l.addChecksum {
+		l.buf = appendWithChecksum(l.buf, ev)
+	} else {
+		l.buf = append(l.buf, ev...)
+	}
+}
+
 // AddControl appends ev, an event between groups that the decoder must
 // meet in its place (a source's incident), and writes it.
 func (l *RelayLog) AddControl(ev []byte) error {
@@ -807,11 +813,7 @@ func (l *RelayLog) AddControl(ev []byte) error {
 		l.mu.Unlock()
 		return errors.New("relay log: an event between groups before BeginSession or inside a group")
 	}
-	if l.addChecksum {
-		l.buf = appendWithChecksum(l.buf, ev)
-	} else {
-		l.buf = append(l.buf, ev...)
-	}
+	l.bufferLocked(ev)
 	l.whole = l.written + int64(len(l.buf))
 	l.control = true
 	l.mu.Unlock()

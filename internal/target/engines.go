@@ -79,7 +79,7 @@ func (e *Engines) Invalidate() {
 // meet that transaction's (found by the random load: 1062 on a unique key).
 func (e *Engines) Mark(txn *binlog.Transaction) error {
 	if !txn.Filtered && rollsBackRows(txn) {
-		for _, t := range tableMaps(txn) {
+		for _, t := range txn.Tables { // its table maps' (the decoder's)
 			transactional, err := e.transactional(t.Schema, t.Table)
 			if err != nil || !transactional {
 				return err
@@ -151,17 +151,6 @@ func rollsBackRows(txn *binlog.Transaction) bool {
 		}
 	}
 	return true
-}
-
-// tableMaps returns the tables txn's table map events name.
-func tableMaps(txn *binlog.Transaction) []binlog.TableRef {
-	var out []binlog.TableRef
-	for _, ev := range txn.Events {
-		if m, ok := ev.Data.(*replication.TableMapEvent); ok {
-			out = append(out, binlog.TableRef{Schema: string(m.Schema), Table: string(m.Table)})
-		}
-	}
-	return out
 }
 
 func (e *Engines) transactional(schema, table string) (bool, error) {
