@@ -14,7 +14,8 @@
 // tables (the DROP TEMPORARY TABLE the primary logs then). gapless
 // applies it with 8 workers, and every table must equal the primary's. GAPLESS_RANDOM_SCALE multiplies the
 // transactions of each client, and GAPLESS_RANDOM_FLAGS adds flags to
-// replicate (a longer soak by hand, other policies and commit orders).
+// replicate (a longer soak by hand, other policies and commit orders);
+// GAPLESS_RANDOM_SAVE names a directory where a failed run's binlogs are kept.
 package e2e
 
 import (
@@ -38,9 +39,10 @@ func TestRandomConcurrentLoad(t *testing.T) {
 	for _, variant := range []string{"innodb-killed", "mixed-engines", "domains-xa-ddl-killed"} {
 		t.Run(variant, func(t *testing.T) {
 			sb := upSandbox(t)
+			relay := filepath.Join(t.TempDir(), "relay")
+			saveOnFailure(t, sb, relay)
 			myisam := variant == "mixed-engines"
 			randomLoad(t, sb, 8, 120*randomScale(), loadOptions{myisam: myisam, features: strings.HasPrefix(variant, "domains")})
-			relay := filepath.Join(t.TempDir(), "relay")
 			args := []string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
 				"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0", "--workers", "8"}
 			args = append(args, strings.Fields(os.Getenv("GAPLESS_RANDOM_FLAGS"))...)
@@ -69,6 +71,33 @@ func TestRandomConcurrentLoad(t *testing.T) {
 			requireEqualData(t, sb, true)
 		})
 	}
+}
+
+// saveOnFailure copies both servers' binlogs and the relay log of a failed
+// run under $GAPLESS_RANDOM_SAVE, when set, so that a rare failure of a long
+// soak can be replayed (a saved primary binlog can be served by a sandbox).
+// It runs before the sandbox's servers are killed.
+func saveOnFailure(t *testing.T, sb *sandboxT, relay string) {
+	dir := os.Getenv("GAPLESS_RANDOM_SAVE")
+	if dir == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		to := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "-")+"-"+time.Now().Format("150405"))
+		for from, name := range map[string]string{
+			filepath.Join(sb.Dir, "primary", "binlog"): "primary-binlog",
+			filepath.Join(sb.Dir, "target", "binlog"):  "target-binlog",
+			relay: "relay",
+		} {
+			if err := os.CopyFS(filepath.Join(to, name), os.DirFS(from)); err != nil {
+				t.Logf("saving %s: %v", from, err)
+			}
+		}
+		t.Logf("binlogs and relay log saved in %s", to)
+	})
 }
 
 func randomScale() int {
