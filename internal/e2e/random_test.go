@@ -15,7 +15,9 @@
 // applies it with 8 workers, and every table must equal the primary's. GAPLESS_RANDOM_SCALE multiplies the
 // transactions of each client, and GAPLESS_RANDOM_FLAGS adds flags to
 // replicate (a longer soak by hand, other policies and commit orders);
-// GAPLESS_RANDOM_SAVE names a directory where a failed run's binlogs are kept.
+// GAPLESS_RANDOM_SAVE names a directory where a failed run's binlogs are kept,
+// and GAPLESS_RANDOM_PRIMARY adds my.cnf lines to the primary (for example
+// binlog_row_image=MINIMAL).
 package e2e
 
 import (
@@ -33,12 +35,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"gapless/internal/sandbox"
 )
 
 func TestRandomConcurrentLoad(t *testing.T) {
 	for _, variant := range []string{"innodb-killed", "mixed-engines", "domains-xa-ddl-killed"} {
 		t.Run(variant, func(t *testing.T) {
-			sb := upSandbox(t)
+			sb := sandbox.UpForTest(t, sandbox.Options{Fast: true, PrimaryExtra: strings.Fields(os.Getenv("GAPLESS_RANDOM_PRIMARY"))})
 			relay := filepath.Join(t.TempDir(), "relay")
 			saveOnFailure(t, sb, relay)
 			myisam := variant == "mixed-engines"

@@ -35,6 +35,8 @@ import (
 type Engines struct {
 	db    *sql.DB
 	known map[tableName]bool // true: transactional
+	// sequences holds the tables of known that are sequences.
+	sequences map[tableName]bool
 	// statementSafe: whether a statement on the table may run on any apply
 	// session (see the file's comment).
 	statementSafe map[tableName]bool
@@ -49,12 +51,13 @@ type Engines struct {
 // NewEngines reads engines from db; binlogged says the target writes the
 // source's transactions to its binlog under their GTIDs.
 func NewEngines(db *sql.DB, binlogged bool) *Engines {
-	return &Engines{db: db, known: map[tableName]bool{}, statementSafe: map[tableName]bool{}, binlogged: binlogged}
+	return &Engines{db: db, known: map[tableName]bool{}, sequences: map[tableName]bool{}, statementSafe: map[tableName]bool{}, binlogged: binlogged}
 }
 
 // Invalidate forgets what it knows, after a DDL.
 func (e *Engines) Invalidate() {
 	clear(e.known)
+	clear(e.sequences)
 	clear(e.statementSafe)
 	e.mixed = 0
 }
@@ -77,7 +80,15 @@ func (e *Engines) Invalidate() {
 // it when the rollback ends, which may be after a transaction that took
 // the rows it had locked (a deadlock's victim): applied, its rows could
 // meet that transaction's (found by the random load: 1062 on a unique key).
+//
+// A row event that writes a sequence without all its columns (outside a
+// DDL's group) it replaces by SequenceValues (sequences.go).
 func (e *Engines) Mark(txn *binlog.Transaction) error {
+	if !txn.Filtered {
+		if err := e.sequenceValues(txn); err != nil {
+			return err
+		}
+	}
 	if !txn.Filtered && rollsBackRows(txn) {
 		for _, t := range txn.Tables { // its table maps' (the decoder's)
 			transactional, err := e.transactional(t.Schema, t.Table)
@@ -178,7 +189,18 @@ func (e *Engines) transactional(schema, table string) (bool, error) {
 	// (NEXTVAL taking a new cache of values).
 	t := (!engine.Valid || isTransactionalEngine(engine.String)) && kind.String != "SEQUENCE"
 	e.known[name] = t
+	if kind.String == "SEQUENCE" {
+		e.sequences[name] = true
+	}
 	return t, nil
+}
+
+// isSequence reports whether the target holds schema.table as a sequence.
+func (e *Engines) isSequence(schema, table string) (bool, error) {
+	if _, err := e.transactional(schema, table); err != nil {
+		return false, err
+	}
+	return e.sequences[tableName{schema, table}], nil
 }
 
 // safeForStatements reports whether a statement naming schema.table may run

@@ -829,8 +829,10 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 	case shape == shapeXAPrepare:
 		return s.xaPrepareScript(txn, checkpoint)
 	}
-	if statements := nonTransactionalRowStatements(txn); len(statements) > 1 && s.opts.KeepGTID && s.opts.WriteBinlog && !s.whole {
-		return s.rowStatementsScript(txn, statements, checkpoint), s.ownTransaction(checkpoint), nil
+	if s.opts.KeepGTID && s.opts.WriteBinlog && !s.whole {
+		if statements := nonTransactionalRowStatements(txn); len(statements) > 1 {
+			return s.rowStatementsScript(txn, statements), s.ownTransaction(checkpoint), nil
+		}
 	}
 	apart := s.statementsApart(txn, shape)
 	s.lastApart = apart
@@ -876,16 +878,31 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 	return body, tail, nil
 }
 
-// nonTransactionalRowStatements returns the row statements (each its table
-// maps and row events, up to one with the statement-end flag) of a group of
+// rowStatement is one statement of a group of row events: its table maps
+// and row events, up to one with the statement-end flag, or a sequence's
+// new value.
+type rowStatement struct {
+	events   [][]byte
+	sequence *SequenceValue
+}
+
+// text is the statement the target runs for it.
+func (r rowStatement) text() string {
+	if r.sequence != nil {
+		return r.sequence.Statement()
+	}
+	return binlogStatement(r.events)
+}
+
+// nonTransactionalRowStatements returns the row statements of a group of
 // row events only that is not transactional (as the source flagged it, or
 // because a table is not transactional on the target: Engines), or nil for
 // any other group.
-func nonTransactionalRowStatements(txn *binlog.Transaction) [][][]byte {
+func nonTransactionalRowStatements(txn *binlog.Transaction) []rowStatement {
 	if txn.Flavor != binlog.FlavorMariaDB || txn.Has(binlog.FlagTransactional) || txn.Has(binlog.FlagDDL) || txn.Has(binlog.FlagStandalone) {
 		return nil
 	}
-	var statements [][][]byte
+	var statements []rowStatement
 	var current [][]byte
 	for _, ev := range txn.Events {
 		switch e := ev.Data.(type) {
@@ -894,9 +911,14 @@ func nonTransactionalRowStatements(txn *binlog.Transaction) [][][]byte {
 		case *replication.RowsEvent:
 			current = append(current, ev.Raw)
 			if e.Flags&replication.RowsEventStmtEndFlag != 0 {
-				statements = append(statements, current)
+				statements = append(statements, rowStatement{events: current})
 				current = nil
 			}
+		case *SequenceValue:
+			if len(current) > 0 {
+				return nil
+			}
+			statements = append(statements, rowStatement{sequence: e})
 		case *replication.MariadbAnnotateRowsEvent, *replication.XIDEvent:
 		case *replication.QueryEvent:
 			text := strings.TrimSpace(string(e.Query))
@@ -919,13 +941,13 @@ func nonTransactionalRowStatements(txn *binlog.Transaction) [][][]byte {
 // own as it executes, so all but the last go in gapless's own GTID domain,
 // outside any transaction, and the last one under the source's GTID: the
 // source's domain gets one group, and only once all of it is applied.
-func (s *Session) rowStatementsScript(txn *binlog.Transaction, statements [][][]byte, checkpoint string) []string {
+func (s *Session) rowStatementsScript(txn *binlog.Transaction, statements []rowStatement) []string {
 	body := []string{ownDomainStatement}
 	for _, st := range statements[:len(statements)-1] {
-		body = append(body, binlogStatement(st))
+		body = append(body, st.text())
 	}
 	body = append(body, gtidStatements(txn.MariaDB)...)
-	return append(body, binlogStatement(statements[len(statements)-1]))
+	return append(body, statements[len(statements)-1].text())
 }
 
 // xaPrepareScript applies the first phase of an XA transaction: XA START,
@@ -1005,6 +1027,9 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 			body = rows.addTableMap(body, ev.Raw)
 		case *replication.RowsEvent:
 			body = rows.addRows(body, ev.Raw, e.Flags&replication.RowsEventStmtEndFlag != 0)
+		case *SequenceValue:
+			body = rows.flush(body)
+			body = append(body, e.Statement())
 		case *replication.XIDEvent:
 			body = rows.flush(body)
 			*tail = append(*tail, "COMMIT")

@@ -174,7 +174,7 @@ func (n tableName) String() string { return n.schema + "." + n.table }
 
 func listTables(ctx context.Context, db *sql.DB, databases []string) (map[tableName]bool, error) {
 	query := "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES" +
-		" WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED')"
+		" WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED', 'SEQUENCE')"
 	var args []any
 	if len(databases) > 0 {
 		query += " AND TABLE_SCHEMA IN (" + placeholders(len(databases)) + ")"
