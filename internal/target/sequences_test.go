@@ -16,7 +16,9 @@ func TestSequenceValues(t *testing.T) {
 	ev := func(typ replication.EventType, d replication.Event) binlog.Event {
 		return binlog.Event{Header: &replication.EventHeader{EventType: typ}, Data: d}
 	}
-	query := func(q string) binlog.Event { return ev(replication.QUERY_EVENT, &replication.QueryEvent{Query: []byte(q)}) }
+	query := func(q string) binlog.Event {
+		return ev(replication.QUERY_EVENT, &replication.QueryEvent{Query: []byte(q)})
+	}
 	tableMap := func(id uint64, table string) binlog.Event {
 		return ev(replication.TABLE_MAP_EVENT, &replication.TableMapEvent{TableID: id, Schema: []byte("s"), Table: []byte(table)})
 	}
