@@ -1092,6 +1092,9 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 				body = append(body, gtidStatements(txn.MariaDB)...)
 			}
 			text, roles := asInvoker(text, &state)
+			if txn.Has(binlog.FlagDDL) && e.ErrorCode == 0 {
+				text = disabledOnTarget(text, &state)
+			}
 			stmt := expecting(e.ErrorCode, sourceStatement(text, txn.Has(binlog.FlagDDL) && e.ErrorCode == 0))
 			if completesXA(txn) {
 				// A branch that changed nothing on the target was not kept
