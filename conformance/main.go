@@ -82,7 +82,7 @@ func parseFlags(args []string) (options, error) {
 	var cases, formats, variants string
 	fs.StringVar(&o.List, "list", "", "list file of cases, one suite.test a line (conformance/lists/*.txt)")
 	fs.StringVar(&cases, "cases", "", "run only these cases (comma-separated suite.test; need not be in the list)")
-	fs.StringVar(&formats, "formats", "mixed,row", "the primary's binlog formats: mixed, row")
+	fs.StringVar(&formats, "formats", "mixed,row", "the primary's binlog formats: mixed, row, row-minimal (ROW with binlog_row_image=MINIMAL)")
 	fs.StringVar(&variants, "variants", "default,no-target-binlog", "gapless variants: default, no-target-binlog")
 	fs.IntVar(&o.Jobs, "jobs", 1, "cases run at once")
 	fs.IntVar(&o.Workers, "workers", 8, "gapless --workers for the first run of each case")
@@ -108,8 +108,8 @@ func parseFlags(args []string) (options, error) {
 	o.Formats = splitList(formats)
 	o.Variants = splitList(variants)
 	for _, f := range o.Formats {
-		if f != "mixed" && f != "row" {
-			return o, fmt.Errorf("--formats: %q is not mixed or row", f)
+		if _, ok := binlogFormats[f]; !ok {
+			return o, fmt.Errorf("--formats: %q is not mixed, row or row-minimal", f)
 		}
 	}
 	for _, v := range o.Variants {

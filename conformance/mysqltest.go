@@ -175,8 +175,8 @@ func mysqltestEnv(env mtrEnv, vardir, cnf string, primary, slave *sandbox.Server
 		"LC_ALL":                  "C",
 		"LC_CTYPE":                "C",
 		"LC_COLLATE":              "C",
-		"MTR_COMBINATIONS":        map[string]string{"mixed": "mix", "row": "row"}[format],
-		"MTR_COMBINATION_" + strings.ToUpper(map[string]string{"mixed": "mix", "row": "row"}[format]): "1",
+		"MTR_COMBINATIONS":        binlogFormats[format].combination,
+		"MTR_COMBINATION_" + strings.ToUpper(binlogFormats[format].combination): "1",
 	}
 	if slave != nil {
 		for k, v := range map[string]string{

@@ -256,7 +256,7 @@ func runClientFile(ctx context.Context, srv *sandbox.Server, db, file string) er
 // defaults, a binlog named as mtr names it (master-bin / slave-bin in the
 // datadir, so tests that name binlog files find them), and extra lines.
 func caseServerConfig(dir, name string, serverID uint32, format string, extra []string) sandbox.ServerConfig {
-	opts := mtrServerOptions()
+	opts := append(mtrServerOptions(), binlogFormats[format].options...)
 	base := "master"
 	if name == "mysqld.2" {
 		// mtr's slave: tests write on it too, which gtid_strict_mode refuses.
@@ -267,7 +267,23 @@ func caseServerConfig(dir, name string, serverID uint32, format string, extra []
 		"log_bin="+base+"-bin", "log_bin_index="+base+"-bin.index", "relay_log="+base+"-relay-bin",
 		"skip_slave_start", "slave_load_tmpdir="+filepath.Join(dir, name, "tmp"))
 	opts = append(opts, extra...)
-	return sandbox.ServerConfig{Name: name, Dir: dir, ServerID: serverID, Binlog: true, BinlogFormat: format, Extra: opts}
+	return sandbox.ServerConfig{Name: name, Dir: dir, ServerID: serverID, Binlog: true, BinlogFormat: binlogFormats[format].binlog, Extra: opts}
+}
+
+// binlogFormat is one of the primary's binlog formats a run may take: the
+// servers' binlog_format, the my.cnf lines beside it (before a test's own),
+// and mtr's name for the combination, which tests read.
+type binlogFormat struct {
+	binlog, combination string
+	options             []string
+}
+
+// binlogFormats are the --formats values. row-minimal is ROW with minimal
+// row images (binlog_row_image=MINIMAL: a row's key and changed columns).
+var binlogFormats = map[string]binlogFormat{
+	"mixed":       {binlog: "MIXED", combination: "mix"},
+	"row":         {binlog: "ROW", combination: "row"},
+	"row-minimal": {binlog: "ROW", combination: "row", options: []string{"binlog_row_image=MINIMAL"}},
 }
 
 // errServerOptions marks a primary that does not start with the options a

@@ -81,8 +81,8 @@ func (e *Engines) Invalidate() {
 // the rows it had locked (a deadlock's victim): applied, its rows could
 // meet that transaction's (found by the random load: 1062 on a unique key).
 //
-// A row event that writes a sequence without all its columns (outside a
-// DDL's group) it replaces by SequenceValues (sequences.go).
+// A row event that writes a sequence without all its columns it replaces
+// by SequenceValues (sequences.go).
 func (e *Engines) Mark(txn *binlog.Transaction) error {
 	if !txn.Filtered {
 		if err := e.sequenceValues(txn); err != nil {
