@@ -6,7 +6,8 @@
 # checked with gapless verify. Prints a line per run and exits 1 at the first
 # run that fails or differs (its servers are left running).
 #   make build && scripts/soak.sh            SECS (10) seconds of load per run
-# Settings through the environment: SECS, SOAK_DIR (/tmp/gapless-soak), GAPLESS (bin/gapless).
+# Settings through the environment: SECS, SOAK_DIR (/tmp/gapless-soak), GAPLESS (bin/gapless),
+# SOAK_SET (more of the primary's global variables, for example "binlog_row_image=MINIMAL").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +29,7 @@ primary() { mariadb --defaults-file="$dir/primary/my.cnf" "$@"; }
 soak() {
   local name=$1 format=$2 script=$3
   shift 3
-  primary -e "SET GLOBAL binlog_format=$format; CREATE DATABASE IF NOT EXISTS $name"
+  primary -e "SET GLOBAL binlog_format=$format${SOAK_SET:+, GLOBAL $SOAK_SET}; CREATE DATABASE IF NOT EXISTS $name"
   local sb=(sysbench "$script" --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$port" --mysql-user=gapless
     --mysql-password=gapless --mysql-db="$name" --tables=4 --table-size=2000 --threads=8 --mysql-ignore-errors=1062,1213,1205 "$@")
   "${sb[@]}" prepare >"$work/$name.sysbench" 2>&1 || { echo "$name: sysbench prepare failed (see $work/$name.sysbench)"; return 1; }

@@ -16,8 +16,8 @@
 // transactions of each client, and GAPLESS_RANDOM_FLAGS adds flags to
 // replicate (a longer soak by hand, other policies and commit orders);
 // GAPLESS_RANDOM_SAVE names a directory where a failed run's binlogs are kept,
-// and GAPLESS_RANDOM_PRIMARY adds my.cnf lines to the primary (for example
-// binlog_row_image=MINIMAL).
+// and GAPLESS_RANDOM_PRIMARY and GAPLESS_RANDOM_TARGET add my.cnf lines to
+// the primary and the target (for example binlog_row_image=MINIMAL).
 package e2e
 
 import (
@@ -42,7 +42,8 @@ import (
 func TestRandomConcurrentLoad(t *testing.T) {
 	for _, variant := range []string{"innodb-killed", "mixed-engines", "domains-xa-ddl-killed"} {
 		t.Run(variant, func(t *testing.T) {
-			sb := sandbox.UpForTest(t, sandbox.Options{Fast: true, PrimaryExtra: strings.Fields(os.Getenv("GAPLESS_RANDOM_PRIMARY"))})
+			sb := sandbox.UpForTest(t, sandbox.Options{Fast: true,
+				PrimaryExtra: strings.Fields(os.Getenv("GAPLESS_RANDOM_PRIMARY")), TargetExtra: strings.Fields(os.Getenv("GAPLESS_RANDOM_TARGET"))})
 			relay := filepath.Join(t.TempDir(), "relay")
 			saveOnFailure(t, sb, relay)
 			myisam := variant == "mixed-engines"
