@@ -114,30 +114,32 @@ func rowStatementEnd(events []binlog.Event, i int) int {
 // whose every table is a sequence of the target and whose every row event
 // writes rows without all their columns; nil for any other statement.
 func (e *Engines) statementSequenceValues(txn *binlog.Transaction, statement []binlog.Event) ([]binlog.Event, error) {
+	// The row events first, without a look at the target: nearly every
+	// statement stops here.
+	for _, ev := range statement {
+		if re, ok := ev.Data.(*replication.RowsEvent); ok && (ev.Undecoded != nil || re.Table == nil || !writesRows(ev.Header) ||
+			re.ColumnCount != sequenceColumns || allColumns(re.ColumnBitmap1, int(re.ColumnCount))) {
+			return nil, nil
+		}
+	}
 	var values []binlog.Event
 	for _, ev := range statement {
-		var schema, table string
+		table, _ := ev.Data.(*replication.TableMapEvent)
 		re, isRows := ev.Data.(*replication.RowsEvent)
-		switch {
-		case !isRows:
-			tm := ev.Data.(*replication.TableMapEvent)
-			schema, table = string(tm.Schema), string(tm.Table)
-		case ev.Undecoded != nil || re.Table == nil || !writesRows(ev.Header) ||
-			re.ColumnCount != sequenceColumns || allColumns(re.ColumnBitmap1, int(re.ColumnCount)):
-			return nil, nil
-		default:
-			schema, table = string(re.Table.Schema), string(re.Table.Table)
+		if isRows {
+			table = re.Table
 		}
-		sequence, err := e.isSequence(schema, table)
+		schema, name := string(table.Schema), string(table.Table)
+		sequence, err := e.isSequence(schema, name)
 		if err != nil || !sequence {
 			return nil, err
 		}
 		if !isRows {
 			continue
 		}
-		rows, ok := sequenceRows(re, schema, table)
+		rows, ok := sequenceRows(re, schema, name)
 		if !ok {
-			return nil, fmt.Errorf("%s: a row event of sequence %s.%s lacks its next value (next_not_cached_value), and gapless cannot apply it; log full row images on the source (binlog_row_image=FULL) and rebuild the target", txn, schema, table)
+			return nil, fmt.Errorf("%s: a row event of sequence %s.%s lacks its next value (next_not_cached_value), and gapless cannot apply it; log full row images on the source (binlog_row_image=FULL) and rebuild the target", txn, schema, name)
 		}
 		for _, v := range rows {
 			values = append(values, binlog.Event{Header: ev.Header, Data: v})
