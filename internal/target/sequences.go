@@ -21,6 +21,7 @@ package target
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 
@@ -57,10 +58,8 @@ const (
 	sequenceColumns     = 8
 )
 
-// sequenceValues replaces each row statement that writes sequences of the
-// target alone, without all their columns, by its SequenceValues (its
-// table maps dropped). A statement that also writes another table is left
-// as it is.
+// sequenceValues puts SequenceValues in place of the row events that write
+// sequences of the target without all their columns (statementSequenceValues).
 func (e *Engines) sequenceValues(txn *binlog.Transaction) error {
 	var events []binlog.Event // nil until a statement is replaced
 	for i := 0; i < len(txn.Events); {
@@ -110,42 +109,69 @@ func rowStatementEnd(events []binlog.Event, i int) int {
 	return len(events)
 }
 
-// statementSequenceValues returns the SequenceValues of a row statement
-// whose every table is a sequence of the target and whose every row event
-// writes rows without all their columns; nil for any other statement.
+// statementSequenceValues returns a row statement with the SequenceValues
+// of its row events that write sequences of the target without all their
+// columns first, and its other events after them, less the table maps no
+// row event left uses; nil when it has no such row event, or when one of
+// them ends a statement that has other rows (the rest would not end).
 func (e *Engines) statementSequenceValues(txn *binlog.Transaction, statement []binlog.Event) ([]binlog.Event, error) {
 	// The row events first, without a look at the target: nearly every
 	// statement stops here.
-	for _, ev := range statement {
-		if re, ok := ev.Data.(*replication.RowsEvent); ok && (ev.Undecoded != nil || re.Table == nil || !writesRows(ev.Header) ||
-			re.ColumnCount != sequenceColumns || allColumns(re.ColumnBitmap1, int(re.ColumnCount))) {
-			return nil, nil
-		}
+	if !slices.ContainsFunc(statement, mayBeSequenceValues) {
+		return nil, nil
 	}
 	var values []binlog.Event
-	for _, ev := range statement {
-		table, _ := ev.Data.(*replication.TableMapEvent)
-		re, isRows := ev.Data.(*replication.RowsEvent)
-		if isRows {
-			table = re.Table
-		}
-		schema, name := string(table.Schema), string(table.Table)
-		sequence, err := e.isSequence(schema, name)
-		if err != nil || !sequence {
-			return nil, err
-		}
-		if !isRows {
+	replaced := make([]bool, len(statement))
+	rowsLeft := map[uint64]bool{} // table ids of the row events left
+	for i, ev := range statement {
+		re, ok := ev.Data.(*replication.RowsEvent)
+		if !ok {
 			continue
 		}
-		rows, ok := sequenceRows(re, schema, name)
+		if !mayBeSequenceValues(ev) {
+			rowsLeft[re.TableID] = true
+			continue
+		}
+		schema, table := string(re.Table.Schema), string(re.Table.Table)
+		sequence, err := e.isSequence(schema, table)
+		if err != nil {
+			return nil, err
+		}
+		if !sequence {
+			rowsLeft[re.TableID] = true
+			continue
+		}
+		rows, ok := sequenceRows(re, schema, table)
 		if !ok {
-			return nil, fmt.Errorf("%s: a row event of sequence %s.%s lacks its next value (next_not_cached_value), and gapless cannot apply it; log full row images on the source (binlog_row_image=FULL) and rebuild the target", txn, schema, name)
+			return nil, fmt.Errorf("%s: a row event of sequence %s.%s lacks its next value (next_not_cached_value), and gapless cannot apply it; log full row images on the source (binlog_row_image=FULL) and rebuild the target", txn, schema, table)
 		}
 		for _, v := range rows {
 			values = append(values, binlog.Event{Header: ev.Header, Data: v})
 		}
+		replaced[i] = true
+	}
+	if len(values) == 0 {
+		return nil, nil
+	}
+	if replaced[len(statement)-1] && len(rowsLeft) > 0 {
+		return nil, nil
+	}
+	for i, ev := range statement {
+		if tm, ok := ev.Data.(*replication.TableMapEvent); ok && !rowsLeft[tm.TableID] || replaced[i] {
+			continue
+		}
+		values = append(values, ev)
 	}
 	return values, nil
+}
+
+// mayBeSequenceValues reports whether ev could be a row event of a
+// sequence's new values without all its columns: decoded rows written to a
+// table of a sequence's column count, some column left out.
+func mayBeSequenceValues(ev binlog.Event) bool {
+	re, ok := ev.Data.(*replication.RowsEvent)
+	return ok && ev.Undecoded == nil && re.Table != nil && writesRows(ev.Header) &&
+		re.ColumnCount == sequenceColumns && !allColumns(re.ColumnBitmap1, int(re.ColumnCount))
 }
 
 // writesRows reports whether h is a write (insert) row event's.

@@ -48,7 +48,9 @@ func TestSequenceValues(t *testing.T) {
 			[]string{"QueryEvent", "TableMapEvent", "RowsEvent", "QueryEvent"}},
 		{"not a sequence", []binlog.Event{begin, tableMap(8, "t"), rows(8, "t", 0x81, true, minimal), commit},
 			[]string{"QueryEvent", "TableMapEvent", "RowsEvent", "QueryEvent"}},
-		{"a statement of two tables", []binlog.Event{begin, tableMap(8, "t"), tableMap(7, "sq"), rows(7, "sq", 0x81, false, minimal), rows(8, "t", 0x81, true, minimal), commit},
+		{"a statement of a sequence and a table", []binlog.Event{begin, tableMap(8, "t"), tableMap(7, "sq"), rows(7, "sq", 0x81, false, minimal), rows(8, "t", 0x81, true, minimal), commit},
+			[]string{"QueryEvent", "DO SETVAL(`s`.`sq`, 31, 0, 2)", "TableMapEvent", "RowsEvent", "QueryEvent"}},
+		{"a statement ended by its sequence's rows", []binlog.Event{begin, tableMap(8, "t"), tableMap(7, "sq"), rows(8, "t", 0x81, false, minimal), rows(7, "sq", 0x81, true, minimal), commit},
 			[]string{"QueryEvent", "TableMapEvent", "TableMapEvent", "RowsEvent", "RowsEvent", "QueryEvent"}},
 	} {
 		e := NewEngines(nil, true)
