@@ -192,6 +192,7 @@ func runRepro(t *testing.T, file string, c reproCase) {
 
 	runClientScript(t, s.primary, file, c, dir)
 	primaryDB := rootDB(t, s.primary)
+	waitForSessionsToEnd(t, primaryDB)
 	until := gtidBinlogPos(t, primaryDB)
 	if until == "" {
 		t.Fatal("the script wrote nothing to the primary's binlog")
@@ -304,6 +305,28 @@ func runClientScript(t *testing.T, primary *sandbox.Server, file string, c repro
 	}
 	if err != nil && len(got) == 0 {
 		t.Fatalf("mariadb < %s: %v\n%s", file, err, out.String())
+	}
+}
+
+// waitForSessionsToEnd waits until the server has ended every client
+// session but the caller's: a session that ends holding temporary tables
+// logs their DROP as it ends, after its client has exited (the until
+// position read before it missed that group, and the target then lacked
+// it: seen once, under load).
+func waitForSessionsToEnd(t *testing.T, db *sql.DB) {
+	t.Helper()
+	const query = "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND COMMAND NOT IN ('Daemon', 'Binlog Dump') AND USER NOT IN ('system user', 'event_scheduler')"
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var n int
+		if err := db.QueryRow(query).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d client sessions of the script still on the primary after 30 s", n)
+		}
 	}
 }
 
