@@ -42,7 +42,7 @@ func notCompared() []string {
 	return []string{
 		"schemas " + strings.Join(skippedSchemas, ", ") + " (mysql's tables are compared as below)",
 		"mysql." + strings.Join(skippedMysqlTables[:9], ", mysql.") + ": replica state, logs and statistics",
-		"grant tables, mysql.proc and mysql.event: compared row by row without their timestamps (password_last_changed, Timestamp, created, modified) and without an event's status and originator (a replica disables events)",
+		"grant tables, mysql.proc and mysql.event: compared row by row without their timestamps (password_last_changed, Timestamp, created, modified) and without an event's originator; an event the primary has ENABLED or DISABLED is to be SLAVESIDE_DISABLED on a target, as a replica makes it",
 		"the accounts " + strings.Join(harnessAccounts, " and ") + " (the harness's own)",
 		"the AUTO_INCREMENT counter in SHOW CREATE TABLE (rolled-back inserts move the primary's)",
 		"server_id, gtid_slave_pos, replica status, the binlog itself, and all server variables",
@@ -53,8 +53,10 @@ type snapshot map[string]string
 
 var autoIncrement = regexp.MustCompile(` AUTO_INCREMENT=\d+`)
 
-// takeSnapshot reads everything compared from srv.
-func takeSnapshot(ctx context.Context, srv *sandbox.Server) (snapshot, error) {
+// takeSnapshot reads everything compared from srv. The primary's events
+// are read as a replica must hold them: SLAVESIDE_DISABLED where the
+// primary has them ENABLED or DISABLED.
+func takeSnapshot(ctx context.Context, srv *sandbox.Server, primary bool) (snapshot, error) {
 	db, err := srv.Open("")
 	if err != nil {
 		return nil, err
@@ -101,12 +103,16 @@ func takeSnapshot(ctx context.Context, srv *sandbox.Server) (snapshot, error) {
 			s["checksum "+key] = sum[0][1]
 		}
 	}
+	eventStatus := "status"
+	if primary {
+		eventStatus = "IF(status IN ('ENABLED', 'DISABLED'), 'SLAVESIDE_DISABLED', status)"
+	}
 	type rowQuery struct{ kind, query string }
 	accounts := "('" + strings.Join(harnessAccounts, "','") + "')"
 	for _, q := range []rowQuery{
 		{"routine", "SELECT db, name, type, param_list, returns, body, definer, sql_mode, security_type, is_deterministic, sql_data_access, comment, character_set_client, collation_connection, db_collation, aggregate FROM mysql.proc WHERE db NOT IN " + skip},
 		{"trigger", "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_MANIPULATION, EVENT_OBJECT_TABLE, ACTION_ORDER, ACTION_STATEMENT, ACTION_TIMING, SQL_MODE, DEFINER, CHARACTER_SET_CLIENT, COLLATION_CONNECTION, DATABASE_COLLATION FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA NOT IN " + skip},
-		{"event", "SELECT db, name, body, definer, execute_at, interval_value, interval_field, starts, ends, on_completion, sql_mode, comment, time_zone, character_set_client, collation_connection, db_collation FROM mysql.event"},
+		{"event", "SELECT db, name, body, definer, execute_at, interval_value, interval_field, starts, ends, on_completion, sql_mode, comment, time_zone, character_set_client, collation_connection, db_collation, " + eventStatus + " FROM mysql.event"},
 		{"account", "SELECT User, Host, JSON_REMOVE(Priv, '$.password_last_changed') FROM mysql.global_priv WHERE User NOT IN " + accounts},
 		{"grant-db", "SELECT * FROM mysql.db WHERE User NOT IN " + accounts},
 		{"grant-table", "SELECT Host, Db, User, Table_name, Grantor, Table_priv, Column_priv FROM mysql.tables_priv"},

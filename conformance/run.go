@@ -141,7 +141,7 @@ func (r *runner) runCase(ctx context.Context, c testCase, format, dir string) (r
 			}
 		}
 	}
-	want, err := takeSnapshot(ctx, primary)
+	want, err := takeSnapshot(ctx, primary, true)
 	if err != nil {
 		res.Outcome, res.Reason = caseNotRun, "reading the primary: "+err.Error()
 		return res
@@ -206,7 +206,7 @@ func (r *runner) runGaplessVariant(ctx context.Context, primary, target *sandbox
 }
 
 func (r *runner) diffTarget(ctx context.Context, want snapshot, target *sandbox.Server) ([]string, error) {
-	got, err := takeSnapshot(ctx, target)
+	got, err := takeSnapshot(ctx, target, false)
 	if err != nil {
 		return nil, fmt.Errorf("reading target %s: %w", target.Config.Name, err)
 	}
