@@ -34,24 +34,11 @@ func disabledOnTarget(text string, st *binlog.SessionState) string {
 		return text
 	}
 	// The leading words up to EVENT: OR REPLACE, DEFINER = account.
-	at, definer := -1, false
-	for i := 1; i < len(tokens) && i < 16; i++ {
-		word := strings.ToUpper(tokens[i].text)
-		if word == "EVENT" {
-			at = i
-			break
-		}
-		switch {
-		case word == "DEFINER":
-			definer = true
-		case create && (i == 1 && word == "OR" || i == 2 && word == "REPLACE"):
-		case !definer:
-			return text // CREATE TABLE, ALTER TABLE, ...
-		}
-	}
+	at := eventKeyword(tokens, create)
 	if at < 0 {
 		return text
 	}
+	definer := at > 1 && !strings.EqualFold(tokens[at-1].text, "REPLACE")
 	// The event's name, after IF NOT EXISTS: a word or a quoted name, with
 	// its database before a dot.
 	i := at + 1
@@ -109,6 +96,44 @@ func disabledOnTarget(text string, st *binlog.SessionState) string {
 	}
 	b.WriteString(text[last:])
 	return b.String()
+}
+
+// eventKeyword returns where the word EVENT is in a CREATE or ALTER
+// statement's leading words (OR REPLACE, DEFINER = account), or -1 when
+// the statement makes or alters something else (a procedure whose
+// parameter is named event, a table).
+func eventKeyword(tokens []sqlToken, create bool) int {
+	i := 1
+	if create && i+1 < len(tokens) && strings.EqualFold(tokens[i].text, "OR") && strings.EqualFold(tokens[i+1].text, "REPLACE") {
+		i += 2
+	}
+	if i+2 < len(tokens) && strings.EqualFold(tokens[i].text, "DEFINER") && tokens[i+1].text == "=" {
+		// The account: its user (or CURRENT_USER()), then after an @ its
+		// host, which may come in pieces (127.0.0.1), up to the object's
+		// keyword.
+		i += 3
+		if i+1 < len(tokens) && tokens[i].text == "(" && tokens[i+1].text == ")" {
+			i += 2
+		}
+		if i < len(tokens) && tokens[i].text == "@" {
+			for i += 2; i < len(tokens) && i < 32 && !objectKeyword(tokens[i].text); i++ {
+			}
+		}
+	}
+	if i < len(tokens) && strings.EqualFold(tokens[i].text, "EVENT") {
+		return i
+	}
+	return -1
+}
+
+// objectKeyword reports whether word names what a CREATE or ALTER
+// statement with a DEFINER makes.
+func objectKeyword(word string) bool {
+	switch strings.ToUpper(word) {
+	case "EVENT", "PROCEDURE", "FUNCTION", "TRIGGER", "VIEW", "PACKAGE", "SQL", "ALGORITHM", "AGGREGATE", "TABLE":
+		return true
+	}
+	return false
 }
 
 // afterName returns where the tokens after a name that starts at i begin:

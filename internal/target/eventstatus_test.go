@@ -22,6 +22,12 @@ func TestDisabledOnTarget(t *testing.T) {
 		{"ALTER TABLE event ADD enable INT", "ALTER TABLE event ADD enable INT"},
 		{"CREATE TABLE t (event INT, enable INT)", "CREATE TABLE t (event INT, enable INT)"},
 		{"DROP EVENT x", "DROP EVENT x"},
+		{"CREATE DEFINER=`root`@`localhost` PROCEDURE p(event INT) COMMENT 'c' BEGIN DO 1; END",
+			"CREATE DEFINER=`root`@`localhost` PROCEDURE p(event INT) COMMENT 'c' BEGIN DO 1; END"},
+		{"CREATE DEFINER=event@127.0.0.1 EVENT e ON SCHEDULE EVERY 1 DAY DO SELECT 1",
+			"CREATE DEFINER=event@127.0.0.1 EVENT e ON SCHEDULE EVERY 1 DAY DISABLE ON SLAVE DO SELECT 1"},
+		{"ALTER DEFINER=CURRENT_USER() EVENT e ENABLE", "ALTER DEFINER=CURRENT_USER() EVENT e DISABLE ON SLAVE"},
+		{"CREATE DEFINER=`u`@`%` SQL SECURITY INVOKER VIEW event AS SELECT 1", "CREATE DEFINER=`u`@`%` SQL SECURITY INVOKER VIEW event AS SELECT 1"},
 	} {
 		if got := disabledOnTarget(c.in, invoker); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.in, got, c.want)
