@@ -84,12 +84,14 @@ func (e *Engines) Invalidate() {
 // A row event that writes a sequence without all its columns it replaces
 // by SequenceValues (sequences.go).
 func (e *Engines) Mark(txn *binlog.Transaction) error {
-	if !txn.Filtered {
-		if err := e.sequenceValues(txn); err != nil {
-			return err
-		}
+	if txn.Filtered {
+		txn.Flags &^= binlog.FlagKnownStatements
+		return nil
 	}
-	if !txn.Filtered && rollsBackRows(txn) {
+	if err := e.sequenceValues(txn); err != nil {
+		return err
+	}
+	if rollsBackRows(txn) {
 		for _, t := range txn.Tables { // its table maps' (the decoder's)
 			transactional, err := e.transactional(t.Schema, t.Table)
 			if err != nil || !transactional {
@@ -99,7 +101,7 @@ func (e *Engines) Mark(txn *binlog.Transaction) error {
 		txn.Events, txn.Filtered, txn.RolledBack = nil, true, true
 		return nil
 	}
-	if !txn.Has(binlog.FlagTransactional) || txn.Filtered {
+	if !txn.Has(binlog.FlagTransactional) {
 		txn.Flags &^= binlog.FlagKnownStatements
 		return nil
 	}

@@ -61,6 +61,10 @@ const (
 // sequenceValues puts SequenceValues in place of the row events that write
 // sequences of the target without all their columns (statementSequenceValues).
 func (e *Engines) sequenceValues(txn *binlog.Transaction) error {
+	// One look at the row events first: nearly every group stops here.
+	if !slices.ContainsFunc(txn.Events, mayBeSequenceValues) {
+		return nil
+	}
 	var events []binlog.Event // nil until a statement is replaced
 	for i := 0; i < len(txn.Events); {
 		end := rowStatementEnd(txn.Events, i)
@@ -115,8 +119,7 @@ func rowStatementEnd(events []binlog.Event, i int) int {
 // row event left uses; nil when it has no such row event, or when one of
 // them ends a statement that has other rows (the rest would not end).
 func (e *Engines) statementSequenceValues(txn *binlog.Transaction, statement []binlog.Event) ([]binlog.Event, error) {
-	// The row events first, without a look at the target: nearly every
-	// statement stops here.
+	// Without a look at the target when no row event can be one.
 	if !slices.ContainsFunc(statement, mayBeSequenceValues) {
 		return nil, nil
 	}
