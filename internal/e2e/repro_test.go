@@ -108,6 +108,9 @@ var reproCases = map[string]reproCase{
 		targetExtra:  []string{"max_allowed_packet=16M"},
 		clientArgs:   []string{"--max-allowed-packet=1G"},
 		timeout:      3 * time.Minute},
+	"34_myisam_statement_larger_than_a_round_trip": {row: true, nonTransactional: true,
+		targetExtra: []string{"max_allowed_packet=16M"},
+		timeout:     3 * time.Minute},
 }
 
 // reproPrimarySettings are the conformance report's primary: what the sandbox

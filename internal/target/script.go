@@ -217,7 +217,7 @@ func (s *Session) makeRoom(parts ...[]string) (reopened bool, err error) {
 		return false, fmt.Errorf("a statement of %d bytes exceeds the target's max_allowed_packet (%d bytes), and raising it failed (%s); raise it on the target: SET GLOBAL max_allowed_packet=%d", largest, have, reason, need)
 	}
 	if s.opts.Warn != nil {
-		s.opts.Warn(fmt.Sprintf("raised the target's max_allowed_packet from %d to %d bytes for a row event of %d bytes (MariaDB's own replica allows 1 GiB)", have, need, largest*3/4))
+		s.opts.Warn(fmt.Sprintf("raised the target's max_allowed_packet from %d to %d bytes for %d bytes of row events in one statement (MariaDB's own replica allows 1 GiB)", have, need, largest*3/4))
 	}
 	return true, s.reopen()
 }

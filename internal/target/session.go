@@ -996,6 +996,7 @@ func (s *Session) endUnprepared(txn *binlog.Transaction, script []string) {
 // group's own commit (XID or COMMIT) is in tail.
 func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string, begun bool, begin func()) ([]string, bool, error) {
 	rows := s.rowBatcher()
+	rows.whole = !txn.Has(binlog.FlagTransactional)
 	var context []string // statements setting up the next query: INSERT_ID, RAND seeds, user variables
 	ended := false
 	apart, ddlRan, rowsBegun, statements := s.rowsApart(txn), false, false, 0
@@ -1402,9 +1403,14 @@ func (s *Session) rowBatcher() rowBatcher {
 
 // rowBatcher gathers table map and row events into BINLOG statements no
 // larger than limit raw bytes. A statement's events are cut only between row
-// events, and the next BINLOG statement repeats the statement's table maps.
+// events, and the next BINLOG statement repeats the statement's table maps;
+// with whole, never: the target ends a statement on a table that is not
+// transactional at the end of each BINLOG statement, and binlogs each piece
+// as a GTID group of its own. A whole statement larger than a packet goes in
+// fragments (runFragmented).
 type rowBatcher struct {
 	limit    int
+	whole    bool
 	pending  [][]byte
 	size     int
 	stmtMaps [][]byte // table maps of the statement in progress
@@ -1427,7 +1433,7 @@ func (b *rowBatcher) addTableMap(stmts []string, raw []byte) []string {
 }
 
 func (b *rowBatcher) addRows(stmts []string, raw []byte, stmtEnd bool) []string {
-	if b.size+len(raw) > b.limit && b.size > 0 {
+	if b.size+len(raw) > b.limit && b.size > 0 && !(b.whole && b.stmtRows > 0) {
 		done := b.pending
 		if b.stmtRows == 0 {
 			done = b.pending[:len(b.pending)-len(b.stmtMaps)]

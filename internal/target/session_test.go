@@ -67,3 +67,23 @@ func TestMayMatchFulltext(t *testing.T) {
 		}
 	}
 }
+
+// TestRowBatcherKeepsAStatementWhole checks that a batcher with whole never
+// cuts a statement's row events, however many, and still starts a new BINLOG
+// statement before the next statement once the limit is passed.
+func TestRowBatcherKeepsAStatementWhole(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		b := rowBatcher{limit: 100, whole: whole}
+		var stmts []string
+		for st := 0; st < 2; st++ {
+			stmts = b.addTableMap(stmts, []byte("map"))
+			for i := 0; i < 10; i++ {
+				stmts = b.addRows(stmts, make([]byte, 30), i == 9)
+			}
+		}
+		stmts = b.flush(stmts)
+		if whole && len(stmts) != 2 || !whole && len(stmts) <= 2 {
+			t.Errorf("whole=%v: two statements of 300 bytes of rows, limit 100, made %d BINLOG statements", whole, len(stmts))
+		}
+	}
+}
