@@ -996,7 +996,7 @@ func (s *Session) endUnprepared(txn *binlog.Transaction, script []string) {
 // group's own commit (XID or COMMIT) is in tail.
 func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string, begun bool, begin func()) ([]string, bool, error) {
 	rows := s.rowBatcher()
-	rows.whole = !txn.Has(binlog.FlagTransactional)
+	rows.whole = !txn.Has(binlog.FlagTransactional) && s.opts.KeepGTID && s.opts.WriteBinlog
 	var context []string // statements setting up the next query: INSERT_ID, RAND seeds, user variables
 	ended := false
 	apart, ddlRan, rowsBegun, statements := s.rowsApart(txn), false, false, 0
@@ -1406,8 +1406,9 @@ func (s *Session) rowBatcher() rowBatcher {
 // events, and the next BINLOG statement repeats the statement's table maps;
 // with whole, never: the target ends a statement on a table that is not
 // transactional at the end of each BINLOG statement, and binlogs each piece
-// as a GTID group of its own. A whole statement larger than a packet goes in
-// fragments (runFragmented).
+// as a GTID group of its own, which matters where it binlogs the source's
+// GTIDs. A whole statement larger than a packet goes in fragments
+// (runFragmented), up to two of 1 GiB.
 type rowBatcher struct {
 	limit    int
 	whole    bool
