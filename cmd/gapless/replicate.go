@@ -93,7 +93,8 @@ $GAPLESS_SOURCE_PASSWORD/$GAPLESS_TARGET_PASSWORD, or a MariaDB option file
 
 Privileges: on the source, REPLICATION SLAVE (and BINLOG MONITOR); on the
 target, BINLOG REPLAY, BINLOG ADMIN, PROCESS, and SELECT, INSERT, UPDATE,
-DELETE, CREATE, DROP, ALTER, INDEX on the replicated schemas and gapless.*.
+DELETE, CREATE, DROP, ALTER, INDEX on the replicated schemas and gapless.*;
+READ_ONLY ADMIN too on a target set read_only=ON.
 
 Positions (--until, --start-position) are MariaDB GTID positions, as
 @@gtid_binlog_pos shows them: one domain-server-sequence per domain, e.g.
@@ -468,9 +469,6 @@ func checkTargetPrivileges(ctx context.Context, db *sql.DB, cfg dburl.Config) er
 			grants = append(grants, p.privilege)
 		}
 	}
-	if len(missing) == 0 {
-		return nil
-	}
 	account := fmt.Sprintf("'%s'", cfg.User)
 	var current string
 	if err := conn.QueryRowContext(ctx, "SELECT CURRENT_USER()").Scan(&current); err == nil {
@@ -478,8 +476,29 @@ func checkTargetPrivileges(ctx context.Context, db *sql.DB, cfg dburl.Config) er
 			account = fmt.Sprintf("'%s'@'%s'", user, host)
 		}
 	}
+	if len(missing) == 0 {
+		return checkReadOnly(ctx, conn, cfg, account)
+	}
 	return fmt.Errorf("target %s: user %s lacks %s; on the target, GRANT %s ON *.* TO %s (it also needs the data privileges on the replicated schemas and on %s.*, e.g. GRANT ALL ON *.*); nothing was applied",
 		cfg.Addr(), account, strings.Join(missing, ", and "), strings.Join(grants, ", "), account, checkpoint.Schema)
+}
+
+// readOnlyProbe is refused by a read-only target before anything else is
+// checked (1290), and otherwise fails without changing anything: a table
+// cannot have two columns of one name.
+const readOnlyProbe = "CREATE TABLE " + checkpoint.Schema + ".read_only_probe (a INT, a INT)"
+
+// checkReadOnly refuses a target that is read-only (read_only=ON, as
+// replicas are often set) to a user without READ_ONLY ADMIN: every
+// transaction would fail. MariaDB's own replica writes despite read_only.
+func checkReadOnly(ctx context.Context, conn *sql.Conn, cfg dburl.Config, account string) error {
+	_, err := conn.ExecContext(ctx, readOnlyProbe)
+	var me *mysqldriver.MySQLError
+	if !errors.As(err, &me) || me.Number != 1290 {
+		return nil
+	}
+	return fmt.Errorf("target %s is read-only (read_only=ON) and user %s may not write to it; on the target, GRANT READ_ONLY ADMIN ON *.* TO %s "+
+		"(on MariaDB 10.11, SUPER does not include it), or SET GLOBAL read_only=OFF; nothing was applied", cfg.Addr(), account, account)
 }
 
 // warnWithoutProcess warns when the target user cannot read InnoDB's lock

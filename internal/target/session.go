@@ -243,6 +243,19 @@ func privilegeHint(err error) error {
 	return err
 }
 
+// errReadOnly is ER_OPTION_PREVENTS_STATEMENT, which a read-only target
+// answers a user without READ_ONLY ADMIN (read_only set during a run: a
+// run that starts on such a target is refused before anything is applied).
+const errReadOnly = 1290
+
+// readOnlyHint says what to do when the target refuses to write.
+func readOnlyHint(err error) error {
+	if code, _ := errorCode(err); code == errReadOnly && strings.Contains(err.Error(), "read-only") {
+		return &hinted{err, "the target is read-only: GRANT READ_ONLY ADMIN ON *.* TO the apply user, or SET GLOBAL read_only=OFF"}
+	}
+	return err
+}
+
 // Close closes the connection. It belongs to the session alone, so the
 // source's session variables it holds (sql_log_bin, server_id, sql_mode, a
 // fixed timestamp, ...) end with it.
@@ -427,6 +440,7 @@ func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint s
 		if format != nil {
 			err = privilegeHint(err)
 		}
+		err = readOnlyHint(err)
 		if s.loads != nil {
 			err = localInfileHint(err)
 		}
