@@ -574,6 +574,9 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 		first := attempted || j.unsure || !w.replica.hasApplied(domain)
 		if !skip {
 			skip, err = w.replica.appliedBefore(j)
+			if skip && err == nil && w.session != nil {
+				err = w.session.EndBinlogged(run, txn)
+			}
 		}
 		if !skip && err == nil && len(j.txns) == 1 && target.AppliesAlone(txn) && (first || !w.replica.followsGuarded(j.gi, domain)) {
 			// A DDL, a non-transactional write or an XA PREPARE is on the

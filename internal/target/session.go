@@ -1582,9 +1582,9 @@ func (s *Session) AppliedAlone(ctx context.Context, txn *binlog.Transaction, fir
 		case !ok || last.Seq < txn.MariaDB.Seq:
 			return false, through, nil
 		case last == txn.MariaDB && first:
-			return true, through, nil
+			return true, through, s.EndBinlogged(ctx, txn)
 		case resumed && last.Server == txn.MariaDB.Server:
-			return true, last, nil
+			return true, last, s.EndBinlogged(ctx, txn)
 		case last == txn.MariaDB:
 			return false, through, newApplyError(txn, fmt.Errorf("the target's binlog already holds %s though gapless has not applied it: the target wrote an earlier transaction of this run as two GTID groups (a table that is transactional on the source and not on the target, written by a statement?); applying or skipping could both be wrong, so gapless stops; report it as a gapless bug, and replicate with --no-target-binlog to go on", last))
 		}
@@ -1661,6 +1661,33 @@ func (s *Session) xaPrepared(x xid) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// EndBinlogged makes the engine agree with the target's binlog about txn,
+// a group gapless takes as applied because that binlog holds it: when txn
+// is an XA COMMIT or XA ROLLBACK whose branch is still prepared on the
+// target, it ends the branch as txn did, outside the binlog (which has it).
+// A target killed after writing such a statement to its binlog and before
+// ending the branch in InnoDB recovers the branch as prepared, and keeps it
+// so: its locks then hold every later group that needs them, each until
+// its lock wait timeout, and its changes wait for an end that was already
+// applied (found by TestTargetKilledUnderRandomLoad).
+func (s *Session) EndBinlogged(ctx context.Context, txn *binlog.Transaction) error {
+	x, stmt := xaEnding(txn)
+	if stmt == "" || !s.opts.KeepGTID {
+		return nil
+	}
+	prepared, err := s.xaPrepared(x)
+	if err == nil && prepared {
+		if s.opts.Warn != nil {
+			s.opts.Warn(fmt.Sprintf("%s is in the target's binlog, but its XA branch was still prepared there (the target crashed between the two?): ended it again outside the binlog: %s", txn.GTID(), stmt))
+		}
+		err = s.conn.exec([]string{"SET @gapless_sql_log_bin=@@session.sql_log_bin, @@session.sql_log_bin=0", stmt, "SET @@session.sql_log_bin=@gapless_sql_log_bin"})
+	}
+	if err != nil {
+		return newApplyError(txn, fmt.Errorf("end the XA branch the target's binlog says %s ended: %w", txn.GTID(), err))
+	}
+	return nil
 }
 
 // Skip records txn as applied without applying it: only its position is written.

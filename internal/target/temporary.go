@@ -388,8 +388,15 @@ func (s *Session) seqFits(c *wire, txn *binlog.Transaction) (bool, error) {
 
 // endsXA returns the XID that txn, an XA COMMIT or XA ROLLBACK group, ends.
 func endsXA(txn *binlog.Transaction) xid {
+	x, _ := xaEnding(txn)
+	return x
+}
+
+// xaEnding returns the XID that txn, an XA COMMIT or XA ROLLBACK group,
+// ends, and its statement.
+func xaEnding(txn *binlog.Transaction) (xid, string) {
 	if !completesXA(txn) {
-		return xid{}
+		return xid{}, ""
 	}
 	for _, ev := range txn.Events {
 		q, ok := ev.Data.(*replication.QueryEvent)
@@ -400,12 +407,12 @@ func endsXA(txn *binlog.Transaction) xid {
 		for _, verb := range []string{"XA COMMIT ", "XA ROLLBACK "} {
 			if len(text) > len(verb) && strings.EqualFold(text[:len(verb)], verb) {
 				if x, ok := parseXID(text[len(verb):]); ok {
-					return x
+					return x, text
 				}
 			}
 		}
 	}
-	return xid{}
+	return xid{}, ""
 }
 
 // resumedScript adapts the script of a group that ends the parked branch:
