@@ -1667,11 +1667,12 @@ func (s *Session) xaPrepared(x xid) (bool, error) {
 // a group gapless takes as applied because that binlog holds it: when txn
 // is an XA COMMIT or XA ROLLBACK whose branch is still prepared on the
 // target, it ends the branch as txn did, outside the binlog (which has it).
-// A target killed after writing such a statement to its binlog and before
-// ending the branch in InnoDB recovers the branch as prepared, and keeps it
-// so: its locks then hold every later group that needs them, each until
-// its lock wait timeout, and its changes wait for an end that was already
-// applied (found by TestTargetKilledUnderRandomLoad).
+// A target killed after writing an XA ROLLBACK to its binlog and before its
+// redo was on disk (MariaDB answers before: defersPosition) recovers the
+// branch as prepared, and keeps it so: its locks then hold every later
+// group that needs them, each until its lock wait timeout, and its changes
+// wait for an end that was already applied (found by
+// TestTargetKilledUnderRandomLoad).
 func (s *Session) EndBinlogged(ctx context.Context, txn *binlog.Transaction) error {
 	x, stmt := xaEnding(txn)
 	if stmt == "" || !s.opts.KeepGTID {
