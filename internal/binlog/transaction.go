@@ -131,6 +131,12 @@ type Transaction struct {
 	// a filtered one, not counted as filtered.
 	RolledBack bool
 
+	// WritesSequence is true for a group that writes a table the target
+	// holds as a SEQUENCE (target.Engines.Mark). MariaDB answers a
+	// sequence's change before its redo is on disk, so such a group's
+	// position is written at once, its commit making the change durable.
+	WritesSequence bool
+
 	// MayUseTemporary is set by StatementReader.Read when a statement of
 	// the group (XA statements aside) may create, drop or use a table that
 	// a source session holds as temporary: it says TEMPORARY, or the table

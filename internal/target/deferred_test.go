@@ -23,6 +23,10 @@ func aloneTxn(domain uint32, seq uint64) *binlog.Transaction {
 func TestPositionsWait(t *testing.T) {
 	on := Options{KeepGTID: true, WriteBinlog: true, DeferPositions: true}
 	alone := aloneTxn(0, 5)
+	sequence := aloneTxn(0, 6)
+	sequence.WritesSequence = true
+	ddl := aloneTxn(0, 7)
+	ddl.Flags = binlog.FlagDDL | binlog.FlagStandalone
 	for _, c := range []struct {
 		name string
 		opts Options
@@ -33,6 +37,8 @@ func TestPositionsWait(t *testing.T) {
 		{"causal commit order", Options{KeepGTID: true, WriteBinlog: true}, []*binlog.Transaction{alone}, false},
 		{"the target's binlog off", Options{KeepGTID: true, DeferPositions: true}, []*binlog.Transaction{alone}, false},
 		{"a transaction", on, []*binlog.Transaction{statementTxn("d", "UPDATE t SET a=1")}, false},
+		{"a sequence's new value", on, []*binlog.Transaction{sequence}, false},
+		{"a DDL", on, []*binlog.Transaction{ddl}, false},
 	} {
 		s := &Session{opts: c.opts, maxStatement: 1 << 20}
 		if got := s.defersPosition(c.txns); got != c.want {

@@ -82,7 +82,7 @@ func (e *Engines) Invalidate() {
 // meet that transaction's (found by the random load: 1062 on a unique key).
 //
 // A row event that writes a sequence without all its columns it replaces
-// by SequenceValues (sequences.go).
+// by SequenceValues (sequences.go), and it sets WritesSequence.
 func (e *Engines) Mark(txn *binlog.Transaction) error {
 	if txn.Filtered {
 		txn.Flags &^= binlog.FlagKnownStatements
@@ -91,6 +91,14 @@ func (e *Engines) Mark(txn *binlog.Transaction) error {
 	if err := e.sequenceValues(txn); err != nil {
 		return err
 	}
+	if err := e.mark(txn); err != nil {
+		return err
+	}
+	return e.markSequenceWrites(txn)
+}
+
+// mark is Mark's work on engines, statements and rolled-back groups.
+func (e *Engines) mark(txn *binlog.Transaction) error {
 	if rollsBackRows(txn) {
 		for _, t := range txn.Tables { // its table maps' (the decoder's)
 			transactional, err := e.transactional(t.Schema, t.Table)
@@ -203,6 +211,34 @@ func (e *Engines) isSequence(schema, table string) (bool, error) {
 		return false, err
 	}
 	return e.sequences[tableName{schema, table}], nil
+}
+
+// markSequenceWrites sets txn.WritesSequence when its row events write a
+// table the target holds as a sequence (a sequence is written by row events
+// alone: a statement that changes one is logged as rows, in MIXED too). Only
+// a group that applies alone needs to know: a transaction's sequence writes
+// are made durable by its own commit.
+func (e *Engines) markSequenceWrites(txn *binlog.Transaction) error {
+	if txn.Filtered || txn.Has(binlog.FlagTransactional) && !txn.Has(binlog.FlagDDL) {
+		return nil
+	}
+	for _, ev := range txn.Events {
+		if _, ok := ev.Data.(*SequenceValue); ok {
+			txn.WritesSequence = true
+			return nil
+		}
+	}
+	for _, t := range txn.Tables {
+		sequence, err := e.isSequence(t.Schema, t.Table)
+		if err != nil {
+			return err
+		}
+		if sequence {
+			txn.WritesSequence = true
+			return nil
+		}
+	}
+	return nil
 }
 
 // safeForStatements reports whether a statement naming schema.table may run
