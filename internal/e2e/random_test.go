@@ -82,15 +82,18 @@ func TestRandomConcurrentLoad(t *testing.T) {
 // times while gapless applies the random load, and starts it again: gapless
 // reconnects, goes on from the position the target recovered with, and the
 // tables end equal, nothing lost or applied twice. (Durable or not, a killed
-// process loses nothing the kernel was given.)
+// process loses nothing the kernel was given.) The MyISAM variant is left
+// out, as from the kills of gapless: a group that writes MyISAM and InnoDB
+// tables, cut off by the kill, keeps its MyISAM rows, and the run stops
+// there by design (seen under --commit-order causal).
 func TestTargetKilledUnderRandomLoad(t *testing.T) {
-	for _, variant := range []string{"innodb", "mixed-engines", "domains-xa-ddl"} {
+	for _, variant := range []string{"innodb", "domains-xa-ddl"} {
 		t.Run(variant, func(t *testing.T) {
 			sb := sandbox.UpForTest(t, sandbox.Options{Fast: true,
 				PrimaryExtra: strings.Fields(os.Getenv("GAPLESS_RANDOM_PRIMARY")), TargetExtra: strings.Fields(os.Getenv("GAPLESS_RANDOM_TARGET"))})
 			relay := filepath.Join(t.TempDir(), "relay")
 			saveOnFailure(t, sb, relay)
-			randomLoad(t, sb, 8, 120*randomScale(), loadOptions{myisam: variant == "mixed-engines", features: variant == "domains-xa-ddl"})
+			randomLoad(t, sb, 8, 120*randomScale(), loadOptions{features: variant == "domains-xa-ddl"})
 			args := []string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
 				"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0", "--workers", "8"}
 			args = append(args, strings.Fields(os.Getenv("GAPLESS_RANDOM_FLAGS"))...)
