@@ -191,3 +191,43 @@ func TestStatusShowsTheLastError(t *testing.T) {
 		t.Errorf("status after a successful run still shows an error:\n%s", s.stdout)
 	}
 }
+
+// TestTemporaryTableGoneAfterARestart: a source session holds a temporary
+// table across a restart of gapless (the table lived in gapless's connection
+// to the target, and ended with it), then fills a real table from it. The
+// next run stops at that statement, says what happened and that skipping
+// loses its changes, and applies nothing of it.
+func TestTemporaryTableGoneAfterARestart(t *testing.T) {
+	sb := upSandbox(t)
+	relay := filepath.Join(t.TempDir(), "relay")
+	mustExec(t, sb.Primary, "CREATE DATABASE tt", "CREATE TABLE tt.r (id INT PRIMARY KEY, v INT) ENGINE=InnoDB")
+	ctx := context.Background()
+	session, err := rootDB(t, sb.Primary).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	for _, stmt := range []string{"SET SESSION binlog_format=MIXED",
+		"CREATE TEMPORARY TABLE tt.tmp (id INT, v INT) ENGINE=InnoDB", "INSERT INTO tt.tmp VALUES (1, 1), (2, 2)"} {
+		if _, err := session.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", binlogPos(t, sb.Primary))...); r.code != 0 {
+		t.Fatalf("the first run exited %d:\n%s", r.code, r.stderr)
+	}
+	if _, err := session.ExecContext(ctx, "INSERT INTO tt.r SELECT * FROM tt.tmp"); err != nil {
+		t.Fatal(err)
+	}
+	lost := binlogPos(t, sb.Primary)
+	r := gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", lost)...)
+	for _, want := range []string{"1146", "temporary table of the source's session", "knowing its changes are lost", "--skip-gtid " + lost} {
+		if r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Fatalf("the run after the restart exited %d, want a stop that says %q:\n%s", r.code, want, r.stderr)
+		}
+	}
+	var rows int
+	if err := rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM tt.r").Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("the target holds %d rows of the transaction that stopped the run (%v)", rows, err)
+	}
+}

@@ -256,6 +256,21 @@ func readOnlyHint(err error) error {
 	return err
 }
 
+// missingTableHint says, of a statement that names a table the target
+// lacks (1146), what may have happened that no replica can undo: the table
+// was a temporary table of the source's session, made before this run of
+// gapless began (or before the target restarted). Temporary tables live in
+// gapless's connection to the target and end with it. (Row events never
+// name a temporary table.)
+func missingTableHint(err error, txn *binlog.Transaction) error {
+	if code, _ := errorCode(err); code != 1146 || len(txn.RowEvents()) > 0 {
+		return err
+	}
+	return &hinted{err, "if it was a temporary table of the source's session, made before this run of gapless began or before the target restarted, it is gone: " +
+		"temporary tables end with gapless's connection to the target, as a replica's end with its server; what the statement read from it cannot be applied, " +
+		"so rebuild the target, or skip the transaction knowing its changes are lost; to stop gapless safely, stop it when the source's sessions hold no temporary tables"}
+}
+
 // Close closes the connection. It belongs to the session alone, so the
 // source's session variables it holds (sql_log_bin, server_id, sql_mode, a
 // fixed timestamp, ...) end with it.
@@ -441,6 +456,7 @@ func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint s
 			err = privilegeHint(err)
 		}
 		err = readOnlyHint(err)
+		err = missingTableHint(err, txns[len(txns)-1])
 		if s.loads != nil {
 			err = localInfileHint(err)
 		}
