@@ -136,6 +136,10 @@ type Transaction struct {
 	// sequence's change before its redo is on disk, so such a group's
 	// position is written at once, its commit making the change durable.
 	WritesSequence bool
+	// SequencesOnly is true, with WritesSequence, when the group's row
+	// events write sequences alone and it holds no statement: applying it
+	// again sets the same values (target.Session.EndBinlogged).
+	SequencesOnly bool
 
 	// MayUseTemporary is set by StatementReader.Read when a statement of
 	// the group (XA statements aside) may create, drop or use a table that

@@ -36,6 +36,7 @@ import (
 	"testing"
 	"time"
 
+	"gapless/internal/gtid"
 	"gapless/internal/sandbox"
 )
 
@@ -462,4 +463,59 @@ func randomTransaction(rng *rand.Rand, client, i int, opts loadOptions) []string
 		stmts = append(stmts, s)
 	}
 	return stmts
+}
+
+// TestEngineBehindItsBinlog sets the target as a crash right after a
+// statement's answer leaves it (TestTargetKilledUnderRandomLoad): the
+// statement in the target's binlog, its change not in the engine, its
+// position not written. An XA ROLLBACK whose branch is still prepared is
+// run again, outside the binlog, and so is a group that sets a sequence;
+// the tables and sequences end equal and no branch stays prepared.
+func TestEngineBehindItsBinlog(t *testing.T) {
+	sb := upSandbox(t)
+	relay := filepath.Join(t.TempDir(), "relay")
+	mustExec(t, sb.Primary, "CREATE DATABASE eb", "CREATE SEQUENCE eb.s", "CREATE TABLE eb.t (id INT PRIMARY KEY) ENGINE=InnoDB",
+		"XA START 'b1'", "INSERT INTO eb.t VALUES (1)", "XA END 'b1'", "XA PREPARE 'b1'")
+	prepared := binlogPos(t, sb.Primary)
+	mustExec(t, sb.Primary, "XA ROLLBACK 'b1'")
+	rolledBack, err := gtid.ParseMariaDBGTID(binlogPos(t, sb.Primary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicate := func(until string) run {
+		r := gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", until)...)
+		if r.code != 0 {
+			t.Fatalf("replicate --until %s exited %d:\n%s", until, r.code, r.stderr)
+		}
+		return r
+	}
+	replicate(prepared)
+	// The XA ROLLBACK's GTID in the target's binlog, the branch prepared.
+	mustExec(t, sb.Target, fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=%d, @@session.gtid_seq_no=%d",
+		rolledBack.Domain, rolledBack.Server, rolledBack.Seq), "DROP TABLE IF EXISTS eb.no_such_table")
+	r := replicate(rolledBack.String())
+	if !strings.Contains(r.stderr, "ended it again outside the binlog") {
+		t.Errorf("no warning that the branch was ended again:\n%s", r.stderr)
+	}
+	if rows, err := rootDB(t, sb.Target).Query("XA RECOVER"); err != nil {
+		t.Fatal(err)
+	} else {
+		prepared := rows.Next()
+		rows.Close()
+		if prepared {
+			t.Fatalf("the XA branch the target's binlog says was rolled back is still prepared:\n%s", r.stderr)
+		}
+	}
+
+	mustExec(t, sb.Primary, "DO SETVAL(eb.s, 100)")
+	set, err := gtid.ParseMariaDBGTID(binlogPos(t, sb.Primary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicate(set.String())
+	// The sequence as before the SETVAL, the position before it.
+	mustExec(t, sb.Target, "SET SESSION sql_log_bin=0", "ALTER SEQUENCE eb.s RESTART WITH 1",
+		fmt.Sprintf("UPDATE gapless.checkpoint SET seq_no=%d WHERE domain_id=%d AND seq_no>=%d", set.Seq-1, set.Domain, set.Seq))
+	replicate(set.String())
+	requireEqual(t, sb)
 }

@@ -215,17 +215,23 @@ func (e *Engines) isSequence(schema, table string) (bool, error) {
 
 // markSequenceWrites sets txn.WritesSequence when its row events write a
 // table the target holds as a sequence (a sequence is written by row events
-// alone: a statement that changes one is logged as rows, in MIXED too). Only
-// a group that applies alone needs to know: a transaction's sequence writes
-// are made durable by its own commit.
+// alone: a statement that changes one is logged as rows, in MIXED too), and
+// txn.SequencesOnly when they write nothing else and the group holds no
+// statement. Only a group that applies alone needs to know: a
+// transaction's sequence writes are made durable by its own commit.
 func (e *Engines) markSequenceWrites(txn *binlog.Transaction) error {
 	if txn.Filtered || txn.Has(binlog.FlagTransactional) && !txn.Has(binlog.FlagDDL) {
 		return nil
 	}
+	only := true
 	for _, ev := range txn.Events {
-		if _, ok := ev.Data.(*SequenceValue); ok {
+		switch d := ev.Data.(type) {
+		case *SequenceValue:
 			txn.WritesSequence = true
-			return nil
+		case *replication.QueryEvent:
+			if text := strings.TrimSpace(string(d.Query)); !strings.EqualFold(text, "BEGIN") && !strings.EqualFold(text, "COMMIT") {
+				only = false
+			}
 		}
 	}
 	for _, t := range txn.Tables {
@@ -233,11 +239,10 @@ func (e *Engines) markSequenceWrites(txn *binlog.Transaction) error {
 		if err != nil {
 			return err
 		}
-		if sequence {
-			txn.WritesSequence = true
-			return nil
-		}
+		txn.WritesSequence = txn.WritesSequence || sequence
+		only = only && sequence
 	}
+	txn.SequencesOnly = txn.WritesSequence && only
 	return nil
 }
 

@@ -1680,31 +1680,73 @@ func (s *Session) xaPrepared(x xid) (bool, error) {
 }
 
 // EndBinlogged makes the engine agree with the target's binlog about txn,
-// a group gapless takes as applied because that binlog holds it: when txn
-// is an XA COMMIT or XA ROLLBACK whose branch is still prepared on the
-// target, it ends the branch as txn did, outside the binlog (which has it).
-// A target killed after writing an XA ROLLBACK to its binlog and before its
-// redo was on disk (MariaDB answers before: defersPosition) recovers the
-// branch as prepared, and keeps it so: its locks then hold every later
-// group that needs them, each until its lock wait timeout, and its changes
-// wait for an end that was already applied (found by
-// TestTargetKilledUnderRandomLoad).
+// a group gapless takes as applied because that binlog holds it, where
+// MariaDB answers before the change's redo is on disk (defersPosition): a
+// target killed after the statement and before the position's commit,
+// which follows in the same round trip, recovers without the change, its
+// binlog with it.
+//
+// An XA COMMIT or XA ROLLBACK whose branch is still prepared there ends it
+// as txn did, outside the binlog: otherwise the branch's locks would hold
+// every later group that needs them, each until its lock wait timeout
+// (found by TestTargetKilledUnderRandomLoad). A group that writes
+// sequences alone (SequencesOnly) is applied again outside the binlog: its
+// row events carry each sequence's whole state, so that sets the values it
+// set, lost or not.
 func (s *Session) EndBinlogged(ctx context.Context, txn *binlog.Transaction) error {
-	x, stmt := xaEnding(txn)
-	if stmt == "" || !s.opts.KeepGTID {
+	if !s.opts.KeepGTID {
 		return nil
 	}
-	prepared, err := s.xaPrepared(x)
-	if err == nil && prepared {
+	var script []string
+	if x, stmt := xaEnding(txn); stmt != "" {
+		prepared, err := s.xaPrepared(x)
+		if err != nil {
+			return newApplyError(txn, err)
+		}
+		if !prepared {
+			return nil
+		}
 		if s.opts.Warn != nil {
 			s.opts.Warn(fmt.Sprintf("%s is in the target's binlog, but its XA branch was still prepared there (the target crashed between the two?): ended it again outside the binlog: %s", txn.GTID(), stmt))
 		}
-		err = s.conn.exec([]string{"SET @gapless_sql_log_bin=@@session.sql_log_bin, @@session.sql_log_bin=0", stmt, "SET @@session.sql_log_bin=@gapless_sql_log_bin"})
+		script = []string{stmt}
+	} else if script = sequencesAgain(txn); script == nil {
+		return nil
 	}
-	if err != nil {
-		return newApplyError(txn, fmt.Errorf("end the XA branch the target's binlog says %s ended: %w", txn.GTID(), err))
+	s.format = nil // a format description event may come first: the next group sends its own
+	script = append(append([]string{"SET @gapless_sql_log_bin=@@session.sql_log_bin, @@session.sql_log_bin=0"}, script...),
+		"SET @@session.sql_log_bin=@gapless_sql_log_bin")
+	if err := s.conn.exec(script); err != nil {
+		return newApplyError(txn, fmt.Errorf("make the target's engine agree with its binlog, which holds %s: %w", txn.GTID(), err))
 	}
 	return nil
+}
+
+// sequencesAgain returns the statements that apply txn, a group that
+// writes sequences alone, again (EndBinlogged), or nil for any other group.
+func sequencesAgain(txn *binlog.Transaction) []string {
+	if !txn.SequencesOnly || len(txn.Format.Raw) == 0 {
+		return nil
+	}
+	script := []string{binlogStatement([][]byte{txn.Format.Raw})}
+	var rows [][]byte
+	flush := func() {
+		if len(rows) > 0 {
+			script = append(script, binlogStatement(rows))
+			rows = nil
+		}
+	}
+	for _, ev := range txn.Events {
+		switch e := ev.Data.(type) {
+		case *replication.TableMapEvent, *replication.RowsEvent:
+			rows = append(rows, ev.Raw)
+		case *SequenceValue:
+			flush()
+			script = append(script, e.Statement())
+		}
+	}
+	flush()
+	return script
 }
 
 // Skip records txn as applied without applying it: only its position is written.
