@@ -494,7 +494,7 @@ const readOnlyProbe = "CREATE TABLE " + checkpoint.Schema + ".read_only_probe (a
 func checkReadOnly(ctx context.Context, conn *sql.Conn, cfg dburl.Config, account string) error {
 	_, err := conn.ExecContext(ctx, readOnlyProbe)
 	var me *mysqldriver.MySQLError
-	if !errors.As(err, &me) || me.Number != 1290 {
+	if !errors.As(err, &me) || me.Number != 1290 || !strings.Contains(me.Message, "read-only") {
 		return nil
 	}
 	return fmt.Errorf("target %s is read-only (read_only=ON) and user %s may not write to it; on the target, GRANT READ_ONLY ADMIN ON *.* TO %s "+
