@@ -43,15 +43,8 @@ import (
 func TestRandomConcurrentLoad(t *testing.T) {
 	for _, variant := range []string{"innodb-killed", "mixed-engines", "domains-xa-ddl-killed"} {
 		t.Run(variant, func(t *testing.T) {
-			sb := sandbox.UpForTest(t, sandbox.Options{Fast: true,
-				PrimaryExtra: strings.Fields(os.Getenv("GAPLESS_RANDOM_PRIMARY")), TargetExtra: strings.Fields(os.Getenv("GAPLESS_RANDOM_TARGET"))})
-			relay := filepath.Join(t.TempDir(), "relay")
-			saveOnFailure(t, sb, relay)
 			myisam := variant == "mixed-engines"
-			randomLoad(t, sb, 8, 120*randomScale(), loadOptions{myisam: myisam, features: strings.HasPrefix(variant, "domains")})
-			args := []string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
-				"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0", "--workers", "8"}
-			args = append(args, strings.Fields(os.Getenv("GAPLESS_RANDOM_FLAGS"))...)
+			sb, args := randomLoadToReplicate(t, loadOptions{myisam: myisam, features: strings.HasPrefix(variant, "domains")})
 			if !myisam {
 				// Killed with SIGKILL at random moments, then run again.
 				// (A group whose writes stay, killed amid, would stop the
@@ -90,14 +83,7 @@ func TestRandomConcurrentLoad(t *testing.T) {
 func TestTargetKilledUnderRandomLoad(t *testing.T) {
 	for _, variant := range []string{"innodb", "domains-xa-ddl"} {
 		t.Run(variant, func(t *testing.T) {
-			sb := sandbox.UpForTest(t, sandbox.Options{Fast: true,
-				PrimaryExtra: strings.Fields(os.Getenv("GAPLESS_RANDOM_PRIMARY")), TargetExtra: strings.Fields(os.Getenv("GAPLESS_RANDOM_TARGET"))})
-			relay := filepath.Join(t.TempDir(), "relay")
-			saveOnFailure(t, sb, relay)
-			randomLoad(t, sb, 8, 120*randomScale(), loadOptions{features: variant == "domains-xa-ddl"})
-			args := []string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
-				"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0", "--workers", "8"}
-			args = append(args, strings.Fields(os.Getenv("GAPLESS_RANDOM_FLAGS"))...)
+			sb, args := randomLoadToReplicate(t, loadOptions{features: variant == "domains-xa-ddl"})
 			_, stderr, wait := background(t, args...)
 			rng := rand.New(rand.NewSource(11))
 			for range 3 {
@@ -471,6 +457,23 @@ func randomTransaction(rng *rand.Rand, client, i int, opts loadOptions) []string
 		stmts = append(stmts, s)
 	}
 	return stmts
+}
+
+// randomLoadToReplicate starts a sandbox (with the my.cnf lines of
+// $GAPLESS_RANDOM_PRIMARY and $GAPLESS_RANDOM_TARGET), runs the random load
+// on its primary, and returns the arguments that replicate all of it with 8
+// workers (and $GAPLESS_RANDOM_FLAGS); a failed test's binlogs are saved
+// (saveOnFailure).
+func randomLoadToReplicate(t *testing.T, opts loadOptions) (*sandboxT, []string) {
+	t.Helper()
+	sb := sandbox.UpForTest(t, sandbox.Options{Fast: true,
+		PrimaryExtra: strings.Fields(os.Getenv("GAPLESS_RANDOM_PRIMARY")), TargetExtra: strings.Fields(os.Getenv("GAPLESS_RANDOM_TARGET"))})
+	relay := filepath.Join(t.TempDir(), "relay")
+	saveOnFailure(t, sb, relay)
+	randomLoad(t, sb, 8, 120*randomScale(), opts)
+	args := []string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
+		"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0", "--workers", "8"}
+	return sb, append(args, strings.Fields(os.Getenv("GAPLESS_RANDOM_FLAGS"))...)
 }
 
 // ddlRecoveryLogged reports whether srv's binlogs hold a statement its DDL

@@ -229,7 +229,7 @@ func (e *Engines) markSequenceWrites(txn *binlog.Transaction) error {
 		case *SequenceValue:
 			txn.WritesSequence = true
 		case *replication.QueryEvent:
-			if text := strings.TrimSpace(string(d.Query)); !strings.EqualFold(text, "BEGIN") && !strings.EqualFold(text, "COMMIT") {
+			if c := binlog.ControlStatement(d.Query); c != "BEGIN" && c != "COMMIT" {
 				only = false
 			}
 		}
