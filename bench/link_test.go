@@ -71,7 +71,7 @@ func TestDelayLinkAddsTheRoundTrip(t *testing.T) {
 	direct, trips := roundTrips(t, echo), roundTrips(t, link.Addr())
 	t.Logf("round trip direct: median %s; through the link: min %s, median %s, max %s",
 		direct[len(direct)/2], trips[0], trips[len(trips)/2], trips[len(trips)-1])
-	if trips[0] < linkRoundTrip-2*timerSlack {
+	if trips[0] < linkRoundTrip-linkModeration {
 		t.Errorf("a round trip took %s, less than the link's %s", trips[0], linkRoundTrip)
 	}
 }
