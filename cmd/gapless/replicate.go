@@ -235,7 +235,8 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		return fmt.Errorf("target: %w", err)
 	}
 	defer tgtDB.Close()
-	if err := checkServers(ctx, srcDB, tgtDB, f.serverID); err != nil {
+	source, err := checkServers(ctx, srcDB, tgtDB, f.serverID)
+	if err != nil {
 		return err
 	}
 	if err := checkTargetPrivileges(ctx, tgtDB, tgtCfg); err != nil {
@@ -292,7 +293,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 			Host: srcCfg.Host, Port: uint16(srcCfg.Port), User: srcCfg.User, Password: srcCfg.Password,
 			ServerID: serverID, TLS: srcTLS, DialTimeout: srcTimeout, Logger: logger,
 		},
-		Relay:       binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize, Logger: logger},
+		Relay:       binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize, Logger: logger, Source: source.String()},
 		Target:      tgtDB,
 		Session:     target.Options{KeepGTID: keepGTID, WriteBinlog: writeBinlog, Server: tgtCfg},
 		Workers:     f.workers,

@@ -266,6 +266,14 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 		return Result{}, err
 	}
 	defer relay.Close()
+	if previous, dropped, err := relay.SwitchSource(applied.Position); err != nil {
+		return Result{}, err
+	} else if dropped {
+		r.log.Warn("the relay log was fetched from another server than the source: its transactions past the target's position are dropped and fetched from the source, which may not have them all (after a failover, what the old primary wrote last and the promoted replica never got is not applied)",
+			"fetched from", previous, "source", r.cfg.Relay.Source, "target position", applied.Position.String())
+	} else if previous != "" && previous != r.cfg.Relay.Source {
+		r.log.Info("the source is another server than the one the relay log was fetched from; fetching from the target's position", "fetched from", previous, "source", r.cfg.Relay.Source)
+	}
 
 	stopProgress := r.reportProgress(relay)
 	defer stopProgress()

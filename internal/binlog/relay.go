@@ -91,6 +91,10 @@ type RelayOptions struct {
 	SyncEvery   time.Duration // fsync the active segment at most this often (default 1 s; the rotate is always synced)
 	// Logger gets a warning for every segment recovery cuts back or removes.
 	Logger *slog.Logger
+	// Source names the server the events come from (its identity as
+	// text; empty: not known). SwitchSource compares it with the one the
+	// relay log's events were fetched from.
+	Source string
 }
 
 type segment struct {
@@ -605,6 +609,54 @@ func (l *RelayLog) Continues(applied gtid.MariaDBPosition) bool {
 		return false
 	}
 	return applied.Covers(l.segments[0].start) && l.end.Covers(applied)
+}
+
+// sourceFile, in the relay folder, names the server its segments were
+// fetched from (RelayOptions.Source).
+const sourceFile = "source"
+
+// SwitchSource makes the relay log the one of opts.Source. Events fetched
+// from another server are history that the source may not share: after a
+// failover, the promoted replica may lack the old primary's last
+// transactions, and a replica applying them would hold transactions its
+// new source never wrote. So, as MariaDB's CHANGE MASTER empties its relay
+// log, a relay log of another server is reset to applied, the target's
+// position, and fetched again from the source; what the target applied
+// stays. previous is the server it was fetched from; dropped says whether
+// the relay log held events past applied. A relay log whose server is not
+// known (made before sources were recorded) is kept.
+func (l *RelayLog) SwitchSource(applied gtid.MariaDBPosition) (previous string, dropped bool, err error) {
+	if l.opts.Source == "" {
+		return "", false, nil
+	}
+	path := filepath.Join(l.opts.Dir, sourceFile)
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", false, fmt.Errorf("relay directory %s: %w", l.opts.Dir, err)
+	}
+	previous = strings.TrimSpace(string(data))
+	if previous == l.opts.Source {
+		return previous, false, nil
+	}
+	if previous != "" {
+		dropped = !applied.Covers(l.End())
+		if err := l.Reset(applied); err != nil {
+			return previous, false, err
+		}
+	}
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(l.opts.Source+"\n"), 0o600); err != nil {
+		return previous, dropped, fmt.Errorf("relay directory %s: %w", l.opts.Dir, err)
+	}
+	if f, err := os.Open(tmp); err == nil {
+		_ = f.Sync()
+		f.Close()
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return previous, dropped, fmt.Errorf("relay directory %s: %w", l.opts.Dir, err)
+	}
+	syncDir(l.opts.Dir)
+	return previous, dropped, nil
 }
 
 // Reset removes every segment; the next segment will start at start.

@@ -669,6 +669,49 @@ func TestRelayReset(t *testing.T) {
 	}
 }
 
+// TestRelaySwitchSource: a relay log fetched from one server is emptied
+// back to the target's position when the source is another server, and
+// kept when it is the same one, or when its server is not known.
+func TestRelaySwitchSource(t *testing.T) {
+	e := newEncoder()
+	groups := makeGroups(e, 10, map[uint32]uint64{})
+	open := func(dir, source string) *RelayLog {
+		l, err := OpenRelay(RelayOptions{Dir: dir, SegmentSize: 600, Source: source})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	applied := endOf(gtid.MariaDBPosition{}, groups[:4])
+	end := endOf(gtid.MariaDBPosition{}, groups)
+
+	dir := t.TempDir()
+	writeRelay(t, dir, 600, e.format(), groups) // made before sources were recorded
+	l := open(dir, "server_id 1")
+	if prev, dropped, err := l.SwitchSource(applied); err != nil || prev != "" || dropped || !l.End().Equal(end) {
+		t.Fatalf("a relay log of no known server: previous %q, dropped %v, %v, end %s; want it kept to %s", prev, dropped, err, l.End(), end)
+	}
+	l.Close()
+	l = open(dir, "server_id 1")
+	if prev, dropped, err := l.SwitchSource(applied); err != nil || prev != "server_id 1" || dropped || !l.End().Equal(end) {
+		t.Fatalf("the same source: previous %q, dropped %v, %v, end %s; want it kept to %s", prev, dropped, err, l.End(), end)
+	}
+	l.Close()
+	l = open(dir, "server_id 2")
+	prev, dropped, err := l.SwitchSource(applied)
+	if err != nil || prev != "server_id 1" || !dropped {
+		t.Fatalf("another source: previous %q, dropped %v, %v; want server_id 1, dropped", prev, dropped, err)
+	}
+	if !l.End().Equal(applied) || len(l.Segments()) != 0 || l.Continues(applied) {
+		t.Fatalf("after a switch of source: end %s, segments %v; want none, fetched again from %s", l.End(), l.Segments(), applied)
+	}
+	l.Close()
+	if l = open(dir, "server_id 2"); func() bool { p, d, _ := l.SwitchSource(applied); return p != "server_id 2" || d }() {
+		t.Fatal("the new source was not recorded")
+	}
+}
+
 func TestRelayRecoverTornTail(t *testing.T) {
 	e := newEncoder()
 	format := e.format()

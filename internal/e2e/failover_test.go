@@ -1,0 +1,118 @@
+// This file proves that gapless follows a failover: the source's own
+// MariaDB replica promoted to primary, gapless pointed at it with the same
+// relay folder. When the promoted replica has everything gapless applied,
+// gapless goes on from it and the target ends equal to it; when it lacks
+// transactions that gapless applied from the old primary, the run stops
+// with one message instead of writing a second history on top of them.
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"gapless/internal/sandbox"
+)
+
+// standbyOf starts a MariaDB replica of sb's primary (binlog on, as a
+// server that may be promoted) and returns it replicating.
+func standbyOf(t *testing.T, sb *sandboxT) *sandbox.Server {
+	t.Helper()
+	standby := sandbox.StartForTest(t, sandbox.ServerConfig{Name: "standby", Binlog: true})
+	change := fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos",
+		sb.Primary.Port, sandbox.ReplUser, sandbox.ReplPassword)
+	mustExec(t, standby, "SET GLOBAL gtid_slave_pos=''", change, "START SLAVE")
+	return standby
+}
+
+// waitReplicaAt waits until the MariaDB replica srv has applied pos.
+func waitReplicaAt(t *testing.T, srv *sandbox.Server, pos string) {
+	t.Helper()
+	var reached int
+	if err := rootDB(t, srv).QueryRow("SELECT MASTER_GTID_WAIT(?, 60)", pos).Scan(&reached); err != nil || reached != 0 {
+		t.Fatalf("replica did not reach %s (MASTER_GTID_WAIT %d, %v)", pos, reached, err)
+	}
+}
+
+// promote stops the old primary and makes standby the primary of a
+// sandbox that gapless then reads from.
+func promote(t *testing.T, sb *sandboxT, standby *sandbox.Server) *sandboxT {
+	t.Helper()
+	if err := sb.Primary.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, standby, "STOP SLAVE", "RESET SLAVE ALL")
+	promoted := *sb
+	promoted.Primary = standby
+	promoted.SourceURL = standby.URL(sandbox.ReplUser, sandbox.ReplPassword)
+	return &promoted
+}
+
+func TestSourceSwitchedToAPromotedReplica(t *testing.T) {
+	sb := upSandbox(t)
+	standby := standbyOf(t, sb)
+	relay := filepath.Join(t.TempDir(), "relay")
+	smallWorkload(t, sb, 600, 41)
+	first := binlogPos(t, sb.Primary)
+	smallWorkload(t, sb, 400, 42)
+	// gapless applies up to first; its relay log holds more of the old
+	// primary's binlog, which the promoted replica has too.
+	r := gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", first)...)
+	if r.code != 0 {
+		t.Fatalf("gapless exited %d:\n%s", r.code, r.stderr)
+	}
+	waitReplicaAt(t, standby, binlogPos(t, sb.Primary))
+	promoted := promote(t, sb, standby)
+	smallWorkload(t, promoted, 500, 43)
+	replicateUntilCaughtUp(t, promoted, relay)
+	requireEqual(t, promoted)
+}
+
+func TestSourceSwitchedToAReplicaThatLacksAppliedTransactions(t *testing.T) {
+	sb := upSandbox(t)
+	standby := standbyOf(t, sb)
+	relay := filepath.Join(t.TempDir(), "relay")
+	smallWorkload(t, sb, 400, 51)
+	waitReplicaAt(t, standby, binlogPos(t, sb.Primary))
+	// The replica falls behind: what the primary writes now, gapless
+	// applies and the replica never gets.
+	mustExec(t, standby, "STOP SLAVE")
+	smallWorkload(t, sb, 200, 52)
+	replicateUntilCaughtUp(t, sb, relay)
+	promoted := promote(t, sb, standby)
+	smallWorkload(t, promoted, 300, 53)
+	began := time.Now()
+	r := gapless(t, nil, replicateArgs(promoted.SourceURL, promoted.TargetURL, relay, "--until", binlogPos(t, standby))...)
+	t.Logf("exit %d after %s:\n%s", r.code, time.Since(began), r.stderr)
+	requireRefused(t, r, "source")
+}
+
+func TestSourceSwitchedToAReplicaBehindTheRelayLog(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		writes int // on the promoted replica, against 200 it never got
+	}{{"more writes than it lacks", 300}, {"fewer writes than it lacks", 50}} {
+		t.Run(c.name, func(t *testing.T) {
+			sb := upSandbox(t)
+			standby := standbyOf(t, sb)
+			relay := filepath.Join(t.TempDir(), "relay")
+			smallWorkload(t, sb, 400, 61)
+			applied := binlogPos(t, sb.Primary)
+			waitReplicaAt(t, standby, applied)
+			mustExec(t, standby, "STOP SLAVE")
+			smallWorkload(t, sb, 200, 62)
+			// gapless receives the 200 into its relay log but applies
+			// only up to what the replica has.
+			r := gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", applied)...)
+			if r.code != 0 {
+				t.Fatalf("gapless exited %d:\n%s", r.code, r.stderr)
+			}
+			promoted := promote(t, sb, standby)
+			smallWorkload(t, promoted, c.writes, 63)
+			r = replicateUntilCaughtUp(t, promoted, relay)
+			t.Logf("gapless stderr:\n%s", r.stderr)
+			requireEqual(t, promoted)
+		})
+	}
+}
