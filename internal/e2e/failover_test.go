@@ -116,3 +116,32 @@ func TestSourceSwitchedToAReplicaBehindTheRelayLog(t *testing.T) {
 		})
 	}
 }
+
+// The promoted replica takes the old primary's address while gapless runs
+// (a virtual IP or a proxy moved to it): gapless reconnects to it and goes
+// on from where it was.
+func TestSourceAddressMovesToThePromotedReplica(t *testing.T) {
+	sb := upSandbox(t)
+	standby := standbyOf(t, sb)
+	smallWorkload(t, sb, 600, 81)
+	cmd, stderr, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, filepath.Join(t.TempDir(), "relay"))...)
+	waitApplied(t, sb, primaryPosition(t, sb), 60*time.Second, stderr)
+	waitReplicaAt(t, standby, binlogPos(t, sb.Primary))
+	port := sb.Primary.Port
+	promoted := promote(t, sb, standby)
+	if err := standby.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// Its own server id, at the old primary's port.
+	id := standby.ServerID()
+	standby.Port, standby.Config.Port, standby.Config.ServerID = port, port, id
+	if err := standby.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	promoted.SourceURL = standby.URL(sandbox.ReplUser, sandbox.ReplPassword)
+	smallWorkload(t, promoted, 500, 82)
+	waitApplied(t, promoted, primaryPosition(t, promoted), 60*time.Second, stderr)
+	r := stopAndRequireExit0(t, cmd.Process.Pid, wait)
+	t.Logf("gapless stderr:\n%s", r.stderr)
+	requireEqual(t, promoted)
+}
