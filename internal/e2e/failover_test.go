@@ -145,3 +145,20 @@ func TestSourceAddressMovesToThePromotedReplica(t *testing.T) {
 	t.Logf("gapless stderr:\n%s", r.stderr)
 	requireEqual(t, promoted)
 }
+
+// gapless reads from a replica of the primary (to spare the primary the
+// dump), whose own parallel replica commits the primary's transactions in
+// groups of its own: the target ends equal to both.
+func TestSourceIsAParallelReplicaOfThePrimary(t *testing.T) {
+	sb := upSandbox(t)
+	standby := standbyOf(t, sb)
+	mustExec(t, standby, "STOP SLAVE", "SET GLOBAL slave_parallel_threads=4", "SET GLOBAL slave_parallel_mode='optimistic'", "START SLAVE")
+	smallWorkload(t, sb, 1500, 91)
+	pos := binlogPos(t, sb.Primary)
+	waitReplicaAt(t, standby, pos)
+	fromStandby := *sb
+	fromStandby.Primary, fromStandby.SourceURL = standby, standby.URL(sandbox.ReplUser, sandbox.ReplPassword)
+	replicateUntilCaughtUp(t, &fromStandby, filepath.Join(t.TempDir(), "relay"))
+	requireEqual(t, &fromStandby)
+	requireEqual(t, sb)
+}
