@@ -118,28 +118,54 @@ func domainList(domains []uint32) string {
 	return "domains " + strings.Join(names, ", ")
 }
 
+// sourceWritten reads the source's @@gtid_binlog_pos, which keeps every
+// domain its binlog has held.
+func sourceWritten(ctx context.Context, src *sql.DB) (gtid.MariaDBPosition, error) {
+	var s string
+	if err := src.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&s); err != nil {
+		return gtid.MariaDBPosition{}, fmt.Errorf("source: read @@gtid_binlog_pos: %w", err)
+	}
+	written, err := gtid.ParseMariaDBPosition(s)
+	if err != nil {
+		return gtid.MariaDBPosition{}, fmt.Errorf("source: @@gtid_binlog_pos: %w", err)
+	}
+	return written, nil
+}
+
 // warnUntilUnseen warns when --until names a GTID domain that the source's
 // binlog has never held (@@gtid_binlog_pos keeps every domain it has
 // written, purged binlogs included) and the target has not applied. The run
 // goes on and waits: the domain may be written later (a new application, a
 // planned gtid_domain_id), so refusing would be wrong, but waiting with no
 // word looked like a hang. The progress line repeats the warning.
-func warnUntilUnseen(ctx context.Context, src *sql.DB, until *gtid.MariaDBPosition, applied gtid.MariaDBPosition, logger *slog.Logger) error {
-	if until == nil {
-		return nil
-	}
-	var s string
-	if err := src.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&s); err != nil {
-		return fmt.Errorf("source: read @@gtid_binlog_pos: %w", err)
-	}
-	written, err := gtid.ParseMariaDBPosition(s)
-	if err != nil {
-		return fmt.Errorf("source: @@gtid_binlog_pos: %w", err)
-	}
+func warnUntilUnseen(until *gtid.MariaDBPosition, written, applied gtid.MariaDBPosition, logger *slog.Logger) {
 	if unseen := unseenDomains(until, written, applied); len(unseen) > 0 {
 		logger.Warn(fmt.Sprintf("--until %s names %s, which the source has never written (its @@gtid_binlog_pos is %s): the run waits until the source writes up to it; check --until for a typo",
 			until, domainList(unseen), emptyAsNone(written.String())))
 	}
+}
+
+// checkSourceContinues refuses a source whose binlog has held no GTID of
+// any domain of the position the run goes on from. MariaDB sends such a
+// replica whatever else its binlog holds, without an error: gapless would
+// write another server's history on top of the target's (a --source that
+// names the wrong server), or the source's history after a RESET MASTER.
+// A source that lacks some of the domains only (one retired with FLUSH
+// BINARY LOGS DELETE_DOMAIN_ID) gets a warning.
+func checkSourceContinues(written, position gtid.MariaDBPosition, logger *slog.Logger) error {
+	if position.IsEmpty() {
+		return nil
+	}
+	missing := unseenDomains(&position, written)
+	switch {
+	case len(missing) == 0:
+		return nil
+	case len(missing) == len(position.Domains()):
+		return fmt.Errorf("source has never written %s of the position the target goes on from, %s (its @@gtid_binlog_pos is %s): --source names another server than the one the target replicates, or the source's binlog history was reset (RESET MASTER); check --source, or re-seed the target from the source",
+			domainList(missing), position, emptyAsNone(written.String()))
+	}
+	logger.Warn(fmt.Sprintf("the source's binlog holds no GTID of %s of the target's position %s (its @@gtid_binlog_pos is %s; retired with FLUSH BINARY LOGS DELETE_DOMAIN_ID?): the target keeps its position there, and nothing of it is applied",
+		domainList(missing), position, emptyAsNone(written.String())))
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +82,36 @@ func TestProgressNamesALongJob(t *testing.T) {
 	line = formatProgress(apply.Progress{Applied: 3, Workers: workers[:1]}, nil, now)
 	if strings.Contains(line, "0-1-7") {
 		t.Errorf("%q names a job of one second", line)
+	}
+}
+
+// TestCheckSourceContinues: a source that has never written any domain of
+// the position the run goes on from is refused; one that lacks some of them
+// only is warned about; a target with no position is not checked.
+func TestCheckSourceContinues(t *testing.T) {
+	pos := func(s string) gtid.MariaDBPosition {
+		p, err := gtid.ParseMariaDBPosition(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		written, position string
+		refused, warned   bool
+	}{
+		{"0-1-900", "0-1-500", false, false},
+		{"0-2-10", "0-1-500", false, false}, // the domain is known: MariaDB itself refuses a GTID it lacks
+		{"5-7-3", "0-1-500", true, false},
+		{"", "0-1-500", true, false},
+		{"5-7-3", "0-1-500,5-7-2", false, true},
+		{"5-7-3", "", false, false},
+	}
+	for _, tt := range tests {
+		var log strings.Builder
+		err := checkSourceContinues(pos(tt.written), pos(tt.position), slog.New(slog.NewTextHandler(&log, nil)))
+		if (err != nil) != tt.refused || (log.Len() > 0) != tt.warned {
+			t.Errorf("source at %q, target at %q: error %v, warning %q; want refused %v, warned %v", tt.written, tt.position, err, log.String(), tt.refused, tt.warned)
+		}
 	}
 }

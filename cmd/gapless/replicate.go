@@ -256,9 +256,15 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 			return err
 		}
 	}
-	if err := warnUntilUnseen(ctx, srcDB, until, appliedOrStart(ctx, tgtDB, f.stream, start), logger); err != nil {
+	written, err := sourceWritten(ctx, srcDB)
+	if err != nil {
 		return err
 	}
+	position := appliedOrStart(ctx, tgtDB, f.stream, start)
+	if err := checkSourceContinues(written, position, logger); err != nil {
+		return err
+	}
+	warnUntilUnseen(until, written, position, logger)
 	// Causal order commits a domain's transactions out of sequence, which a
 	// binlog in GTID strict mode refuses: the target writes them under GTIDs of its own.
 	keepGTID := writeBinlog && f.commitOrder == string(apply.Strict)

@@ -505,3 +505,22 @@ func groupWhoseWritesStay(t *testing.T, binlog bool, end string) {
 	}
 	requireEqualData(t, sb, true) // the skipped group is not in the target's binlog
 }
+
+// A --source that names another server, whose binlog has never held the
+// domain of the target's position: MariaDB streams it whatever else it
+// holds, without an error, so gapless refuses it before applying anything.
+func TestRefusesASourceThatNeverWroteTheTargetsDomains(t *testing.T) {
+	sb := upSandbox(t)
+	other := sandbox.StartForTest(t, sandbox.ServerConfig{Name: "other", Binlog: true, Extra: []string{"gtid_domain_id=5"}})
+	relay := filepath.Join(t.TempDir(), "relay")
+	smallWorkload(t, sb, 200, 15)
+	replicateUntilCaughtUp(t, sb, relay)
+	mustExec(t, other, "CREATE DATABASE other_app", "CREATE TABLE other_app.t (a INT PRIMARY KEY)", "INSERT INTO other_app.t VALUES (1),(2)")
+	r := gapless(t, nil, replicateArgs(other.URL(sandbox.ReplUser, sandbox.ReplPassword), sb.TargetURL, relay, "--until", binlogPos(t, other))...)
+	requireRefused(t, r, "source has never written domain 0", "--source names another server")
+	var n int
+	if err := rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = 'other_app'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the other server's database reached the target (%d, %v)", n, err)
+	}
+	requireEqual(t, sb)
+}
