@@ -64,6 +64,10 @@ func (r *Receiver) openDump(ctx context.Context, from gtid.MariaDBPosition) (d *
 	if err != nil {
 		return nil, false, err
 	}
+	if err := r.checkContinues(conn, from); err != nil {
+		conn.Close()
+		return nil, true, err
+	}
 	d = &dumpStream{conn: conn, guard: guard}
 	if err := d.request(r.cfg, from); err != nil {
 		conn.Close()
@@ -73,6 +77,37 @@ func (r *Receiver) openDump(ctx context.Context, from gtid.MariaDBPosition) (d *
 	// ctx closes the connection, which ends a read in progress.
 	d.stop = context.AfterFunc(ctx, func() { conn.Close() })
 	return d, true, nil
+}
+
+// checkContinues refuses a source whose binlog has held no GTID domain of
+// from: MariaDB would send such a replica the rest of its binlog, whatever
+// it holds, without an error. Checked at every connection, as another
+// server may answer at the source's address after a reconnect.
+func (r *Receiver) checkContinues(conn *client.Conn, from gtid.MariaDBPosition) error {
+	if from.IsEmpty() {
+		return nil
+	}
+	res, err := conn.Execute("SELECT @@gtid_binlog_pos")
+	if err != nil {
+		return err
+	}
+	s, _ := res.GetString(0, 0)
+	written, err := gtid.ParseMariaDBPosition(s)
+	if err != nil {
+		return fmt.Errorf("source's @@gtid_binlog_pos %q: %w", s, err)
+	}
+	for _, d := range from.Domains() {
+		if _, ok := written.Get(d); ok {
+			return nil
+		}
+	}
+	if s == "" {
+		s = "empty"
+	}
+	return &SourceError{
+		Problem: fmt.Sprintf("source %s has never written any GTID domain of %s, the position gapless goes on from (its @@gtid_binlog_pos is %s): another server than the target's source answers at that address, or the source's binlog history was reset (RESET MASTER)", r.addr(), from, s),
+		Hint:    "check --source, or re-seed the target from the source",
+	}
 }
 
 // request asks for the dump, as the library's syncer does for a MariaDB source.

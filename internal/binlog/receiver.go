@@ -106,6 +106,9 @@ func (e *SourceError) Error() string {
 	if e.Hint != "" {
 		msg += "; " + e.Hint
 	}
+	if e.Code == 0 && e.Message == "" {
+		return msg // gapless's own finding, not the source's answer
+	}
 	return msg + " (source " + source + ")"
 }
 

@@ -9,6 +9,7 @@ package e2e
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,4 +162,45 @@ func TestSourceIsAParallelReplicaOfThePrimary(t *testing.T) {
 	replicateUntilCaughtUp(t, &fromStandby, filepath.Join(t.TempDir(), "relay"))
 	requireEqual(t, &fromStandby)
 	requireEqual(t, sb)
+}
+
+// Another server, which has never written the source's GTID domain, takes
+// the source's address while gapless runs: gapless reconnects to it and
+// stops instead of applying its binlog.
+func TestSourceAddressMovesToAnUnrelatedServer(t *testing.T) {
+	sb := upSandbox(t)
+	smallWorkload(t, sb, 300, 101)
+	cmd, stderr, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, filepath.Join(t.TempDir(), "relay"))...)
+	waitApplied(t, sb, primaryPosition(t, sb), 60*time.Second, stderr)
+	// The other server, its accounts made, moves to the source's port.
+	other := sandbox.StartForTest(t, sandbox.ServerConfig{Name: "other", Binlog: true, Extra: []string{"gtid_domain_id=5"}})
+	mustExec(t, other, "CREATE DATABASE other_app", "CREATE TABLE other_app.t (a INT PRIMARY KEY)", "INSERT INTO other_app.t VALUES (1),(2)")
+	if err := other.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	port := sb.Primary.Port
+	if err := sb.Primary.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	other.Port, other.Config.Port = port, port
+	if err := other.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan run, 1)
+	go func() { done <- wait() }()
+	var r run
+	select {
+	case r = <-done:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("gapless did not stop on a source that never wrote its domain:\n%s", stderr)
+	}
+	if r.code == 0 || !strings.Contains(r.stderr, "has never written any GTID domain") {
+		t.Fatalf("exit %d, want the run stopped on the other server:\n%s", r.code, r.stderr)
+	}
+	t.Logf("gapless stderr:\n%s", r.stderr)
+	var n int
+	if err := rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = 'other_app'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the other server's database reached the target (%d, %v)", n, err)
+	}
 }
