@@ -50,6 +50,20 @@ func promote(t *testing.T, sb *sandboxT, standby *sandbox.Server) *sandboxT {
 	return &promoted
 }
 
+// moveToPort restarts srv, with its own server id, at port (a moved
+// address: a virtual IP, a proxy).
+func moveToPort(t *testing.T, srv *sandbox.Server, port int) {
+	t.Helper()
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	id := srv.ServerID()
+	srv.Port, srv.Config.Port, srv.Config.ServerID = port, port, id
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestSourceSwitchedToAPromotedReplica(t *testing.T) {
 	sb := upSandbox(t)
 	standby := standbyOf(t, sb)
@@ -130,15 +144,7 @@ func TestSourceAddressMovesToThePromotedReplica(t *testing.T) {
 	waitReplicaAt(t, standby, binlogPos(t, sb.Primary))
 	port := sb.Primary.Port
 	promoted := promote(t, sb, standby)
-	if err := standby.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	// Its own server id, at the old primary's port.
-	id := standby.ServerID()
-	standby.Port, standby.Config.Port, standby.Config.ServerID = port, port, id
-	if err := standby.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	moveToPort(t, standby, port)
 	promoted.SourceURL = standby.URL(sandbox.ReplUser, sandbox.ReplPassword)
 	smallWorkload(t, promoted, 500, 82)
 	waitApplied(t, promoted, primaryPosition(t, promoted), 60*time.Second, stderr)
@@ -175,17 +181,11 @@ func TestSourceAddressMovesToAnUnrelatedServer(t *testing.T) {
 	// The other server, its accounts made, moves to the source's port.
 	other := sandbox.StartForTest(t, sandbox.ServerConfig{Name: "other", Binlog: true, Extra: []string{"gtid_domain_id=5"}})
 	mustExec(t, other, "CREATE DATABASE other_app", "CREATE TABLE other_app.t (a INT PRIMARY KEY)", "INSERT INTO other_app.t VALUES (1),(2)")
-	if err := other.Stop(); err != nil {
-		t.Fatal(err)
-	}
 	port := sb.Primary.Port
 	if err := sb.Primary.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	other.Port, other.Config.Port = port, port
-	if err := other.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	moveToPort(t, other, port)
 	done := make(chan run, 1)
 	go func() { done <- wait() }()
 	var r run
