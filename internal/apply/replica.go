@@ -271,6 +271,10 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 	} else if dropped {
 		r.log.Warn("the relay log was fetched from another server than the source: its transactions past the target's position are dropped and fetched from the source, which may not have them all (after a failover, what the old primary wrote last and the promoted replica never got is not applied)",
 			"fetched from", previous, "source", r.cfg.Relay.Source, "target position", applied.Position.String())
+		if len(applied.Extra) > 0 {
+			r.log.Warn("the target holds groups of the old source applied past a gap (--commit-order causal), which the new source may never have written: compare the tables with `gapless verify` once it catches up",
+				"groups", len(applied.Extra))
+		}
 	} else if previous != "" && previous != r.cfg.Relay.Source {
 		r.log.Info("the source is another server than the one the relay log was fetched from; fetching from the target's position", "fetched from", previous, "source", r.cfg.Relay.Source)
 	}
