@@ -75,6 +75,53 @@ func checkServers(ctx context.Context, source, target *sql.DB, serverID uint32) 
 	return src, nil
 }
 
+// checkTargetReplica refuses a target whose own MariaDB replica runs from
+// the source: it would apply the source's transactions beside gapless (a
+// replica switched to gapless without STOP SLAVE). A connection from
+// another server (multi-source) is left alone. A user that may not read
+// the replica's status is not refused for that.
+func checkTargetReplica(ctx context.Context, target *sql.DB, src serverIdentity, srcHost string, srcPort int) error {
+	rows, err := target.QueryContext(ctx, "SHOW ALL SLAVES STATUS")
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil
+	}
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if rows.Scan(ptrs...) != nil {
+			return nil
+		}
+		field := func(name string) string {
+			for i, c := range cols {
+				if strings.EqualFold(c, name) {
+					return vals[i].String
+				}
+			}
+			return ""
+		}
+		running := field("Slave_SQL_Running") == "Yes" || field("Slave_IO_Running") == "Yes"
+		fromSource := field("Master_Server_Id") == strconv.FormatUint(uint64(src.serverID), 10) ||
+			(field("Master_Port") == strconv.Itoa(srcPort) && strings.EqualFold(field("Master_Host"), srcHost))
+		if running && fromSource {
+			conn, named := "its default connection", ""
+			if name := field("Connection_name"); name != "" {
+				conn, named = "connection '"+name+"'", " '"+name+"'"
+			}
+			return fmt.Errorf("the target's own replica runs from the source (%s, from %s:%s, Slave_SQL_Running %s): it would apply the source's transactions beside gapless; on the target, STOP SLAVE%s (and RESET SLAVE%s ALL once gapless takes over for good), then run again",
+				conn, field("Master_Host"), field("Master_Port"), field("Slave_SQL_Running"), named, named)
+		}
+	}
+	return nil
+}
+
 // relayLockName is the lock file in the relay folder.
 const relayLockName = "gapless.lock"
 

@@ -239,6 +239,9 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := checkTargetReplica(ctx, tgtDB, source, srcCfg.Host, srcCfg.Port); err != nil {
+		return err
+	}
 	if err := checkTargetPrivileges(ctx, tgtDB, tgtCfg); err != nil {
 		return err
 	}

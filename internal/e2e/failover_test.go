@@ -204,3 +204,24 @@ func TestSourceAddressMovesToAnUnrelatedServer(t *testing.T) {
 		t.Fatalf("the other server's database reached the target (%d, %v)", n, err)
 	}
 }
+
+// A target that is a MariaDB replica of the source, switched to gapless
+// without STOP SLAVE: both would apply the source's transactions. gapless
+// refuses until the target's own replica stops, then goes on from the
+// target's gtid_slave_pos.
+func TestRefusesATargetWhoseOwnReplicaRunsFromTheSource(t *testing.T) {
+	sb := upSandbox(t)
+	smallWorkload(t, sb, 300, 111)
+	change := fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos",
+		sb.Primary.Port, sandbox.ReplUser, sandbox.ReplPassword)
+	mustExec(t, sb.Target, "SET GLOBAL gtid_slave_pos=''", change, "START SLAVE")
+	waitReplicaAt(t, sb.Target, binlogPos(t, sb.Primary))
+	relay := filepath.Join(t.TempDir(), "relay")
+	smallWorkload(t, sb, 300, 112)
+	r := gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", binlogPos(t, sb.Primary))...)
+	requireRefused(t, r, "the target's own replica runs from the source", "STOP SLAVE")
+	mustExec(t, sb.Target, "STOP SLAVE", "RESET SLAVE ALL")
+	smallWorkload(t, sb, 300, 113)
+	replicateUntilCaughtUp(t, sb, relay)
+	requireEqual(t, sb)
+}
