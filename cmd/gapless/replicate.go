@@ -79,6 +79,12 @@ else from the target's @@gtid_slave_pos, else from the source's first binlog.
 A --start-position while the target has another position is refused: after
 re-seeding the target, clear the old one with gapless reset.
 
+After a failover, give the promoted server as --source, with the same
+--relay-dir: what the relay log fetched from another server is dropped and
+fetched again from the target's position. A source that has never written
+the target's GTID domains, and a target whose own replica still runs from
+the source (STOP SLAVE first), are refused.
+
 URLs: mysql://user@host:port (mariadb:// too), with parameters
   ?password-file=FILE   read the password from FILE (a password written in the
                         URL, mysql://user:password@host, shows in ps)
