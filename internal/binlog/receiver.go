@@ -376,7 +376,7 @@ func (r *Receiver) classify(err error, from gtid.MariaDBPosition, loggedIn bool)
 			se.Problem = fmt.Sprintf("source %s no longer has the binlogs the target needs: %s", addr, purged)
 			se.Hint = "re-seed the target from a backup of the source (mariadb-dump --gtid --master-data=2), clear its old position with `gapless reset --target URL [--stream NAME]`, and run again with --start-position set to the backup's GTID position (its gtid_slave_pos)"
 		case strings.Contains(msg, "diverged"):
-			se.Problem = fmt.Sprintf("source %s cannot continue from %s: the target holds transactions the source never wrote", addr, position)
+			se.Problem = fmt.Sprintf("source %s cannot continue from %s: the target holds transactions the source never wrote (after a failover: the old primary's last ones, which the promoted replica never got)", addr, position)
 			se.Hint = "check that --source names the server the target was seeded from, or " + reseed
 		case strings.Contains(msg, "gtid"):
 			se.Problem = fmt.Sprintf("source %s cannot continue from %s", addr, position)
