@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -125,7 +126,12 @@ func (e *streamError) Unwrap() error { return e.err }
 // relayError is a relay log write that failed; reconnecting will not help.
 type relayError struct{ err error }
 
-func (e *relayError) Error() string { return e.err.Error() }
+func (e *relayError) Error() string {
+	if errors.Is(e.err, syscall.ENOSPC) || errors.Is(e.err, syscall.EDQUOT) {
+		return e.err.Error() + "; the relay folder's filesystem is full: free space there (gapless removes applied segments as it goes; a smaller --relay-segment-size frees them sooner), or give a --relay-dir with room, then run again: what the target applied stays, and the rest is fetched again from the source"
+	}
+	return e.err.Error()
+}
 func (e *relayError) Unwrap() error { return e.err }
 
 // Run receives until ctx ends or the source refuses to serve; it returns nil when ctx ends.

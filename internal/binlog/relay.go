@@ -919,7 +919,7 @@ func (l *RelayLog) Flush() error {
 	l.buffered, l.control = l.buffered[:0], false
 	if err != nil {
 		l.mu.Unlock()
-		return fmt.Errorf("relay log: write %s: %w", l.segments[len(l.segments)-1].path, err)
+		return fmt.Errorf("relay log: %w", err) // the error names the write and the segment
 	}
 	if len(ids) == 0 && !control {
 		// Only the first events of a large group: nothing new to read.

@@ -6,8 +6,10 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -137,5 +139,33 @@ func TestTargetRestartKeepsTheSingleWriterLock(t *testing.T) {
 	requireRefused(t, second, "another gapless is already applying stream \"default\"")
 
 	stopAndRequireExit0(t, cmd.Process.Pid, wait)
+	requireEqual(t, sb)
+}
+
+// The relay folder's filesystem fills up (a 3 MB tmpfs, root only): the run
+// stops with one message that says what to do; with room again, the next
+// run goes on and the target ends equal.
+func TestRelayFolderFullStopsThenGoesOn(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs for the relay folder needs root")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=3M", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount a 3 MB tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary, "CREATE DATABASE big", "CREATE TABLE big.t (id INT PRIMARY KEY, pad TEXT) ENGINE=InnoDB")
+	for i := range 40 {
+		mustExec(t, sb.Primary, fmt.Sprintf("INSERT INTO big.t SELECT seq + %d, REPEAT('x', 200) FROM big.seq_1_to_1000", i*1000))
+	}
+	relay := filepath.Join(dir, "relay")
+	until := binlogPos(t, sb.Primary)
+	r := gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", until)...)
+	requireRefused(t, r, "no space left on device", "free space there", "then run again")
+	if out, err := exec.Command("mount", "-o", "remount,size=64M", dir).CombinedOutput(); err != nil {
+		t.Fatalf("remount the tmpfs larger: %v: %s", err, out)
+	}
+	replicateUntilCaughtUp(t, sb, relay)
 	requireEqual(t, sb)
 }
