@@ -152,7 +152,7 @@ func warnUntilUnseen(until *gtid.MariaDBPosition, written, applied gtid.MariaDBP
 // names the wrong server), or the source's history after a RESET MASTER.
 // A source that lacks some of the domains only (one retired with FLUSH
 // BINARY LOGS DELETE_DOMAIN_ID) gets a warning.
-func checkSourceContinues(written, position gtid.MariaDBPosition, logger *slog.Logger) error {
+func checkSourceContinues(written, position gtid.MariaDBPosition, origin string, logger *slog.Logger) error {
 	if position.IsEmpty() {
 		return nil
 	}
@@ -161,21 +161,29 @@ func checkSourceContinues(written, position gtid.MariaDBPosition, logger *slog.L
 	case len(missing) == 0:
 		return nil
 	case len(missing) == len(position.Domains()):
-		return fmt.Errorf("source has never written %s of the position the target goes on from, %s (its @@gtid_binlog_pos is %s): --source names another server than the one the target replicates, or the source's binlog history was reset (RESET MASTER); check --source, or re-seed the target from the source",
-			domainList(missing), position, emptyAsNone(written.String()))
+		hint := "check --source, or re-seed the target from the source"
+		if origin == slavePosOrigin {
+			hint += "; if the target's @@gtid_slave_pos is left from replicating another server, clear it there (SET GLOBAL gtid_slave_pos='') or give --start-position"
+		}
+		return fmt.Errorf("source has never written %s of the position the target goes on from, %s (%s; the source's @@gtid_binlog_pos is %s): --source names another server than the one the target replicates, or the source's binlog history was reset (RESET MASTER); %s",
+			domainList(missing), position, origin, emptyAsNone(written.String()), hint)
 	}
 	logger.Warn(fmt.Sprintf("the source's binlog holds no GTID of %s of the target's position %s (its @@gtid_binlog_pos is %s; retired with FLUSH BINARY LOGS DELETE_DOMAIN_ID?): the target keeps its position there, and nothing of it is applied",
 		domainList(missing), position, emptyAsNone(written.String())))
 	return nil
 }
 
-// appliedOrStart is the stream's position on the target, else where the run starts.
-func appliedOrStart(ctx context.Context, db *sql.DB, stream string, start *gtid.MariaDBPosition) gtid.MariaDBPosition {
+// appliedOrStart is the stream's position on the target, else where the
+// run starts (start, which came from startOrigin); origin says which.
+func appliedOrStart(ctx context.Context, db *sql.DB, stream string, start *gtid.MariaDBPosition, startOrigin string) (position gtid.MariaDBPosition, origin string) {
 	if applied, found, err := checkpoint.Existing(ctx, db, stream); err == nil && found {
-		return applied.Position
+		return applied.Position, "the stream's position on the target"
 	}
 	if start != nil {
-		return *start
+		return *start, startOrigin
 	}
-	return gtid.MariaDBPosition{}
+	return gtid.MariaDBPosition{}, ""
 }
+
+// slavePosOrigin names the target's @@gtid_slave_pos as where a run starts.
+const slavePosOrigin = "the target's @@gtid_slave_pos"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -109,9 +110,20 @@ func TestCheckSourceContinues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var log strings.Builder
-		err := checkSourceContinues(pos(tt.written), pos(tt.position), slog.New(slog.NewTextHandler(&log, nil)))
+		err := checkSourceContinues(pos(tt.written), pos(tt.position), "--start-position", slog.New(slog.NewTextHandler(&log, nil)))
 		if (err != nil) != tt.refused || (log.Len() > 0) != tt.warned {
 			t.Errorf("source at %q, target at %q: error %v, warning %q; want refused %v, warned %v", tt.written, tt.position, err, log.String(), tt.refused, tt.warned)
 		}
+	}
+}
+
+// A run that would start from the target's @@gtid_slave_pos, left from
+// replicating another server, is told how to clear it.
+func TestCheckSourceContinuesNamesAStaleSlavePos(t *testing.T) {
+	written, _ := gtid.ParseMariaDBPosition("5-7-3")
+	position, _ := gtid.ParseMariaDBPosition("0-1-500")
+	err := checkSourceContinues(written, position, slavePosOrigin, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err == nil || !strings.Contains(err.Error(), "SET GLOBAL gtid_slave_pos=''") || !strings.Contains(err.Error(), slavePosOrigin) {
+		t.Fatalf("error %v; want it to name the target's @@gtid_slave_pos and how to clear it", err)
 	}
 }

@@ -259,18 +259,20 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	if err := checkStartPosition(ctx, tgtDB, f.stream, start); err != nil {
 		return err
 	}
+	startOrigin := "--start-position"
 	if start == nil {
 		start, err = targetSlavePos(ctx, tgtDB)
 		if err != nil {
 			return err
 		}
+		startOrigin = slavePosOrigin
 	}
 	written, err := sourceWritten(ctx, srcDB)
 	if err != nil {
 		return err
 	}
-	position := appliedOrStart(ctx, tgtDB, f.stream, start)
-	if err := checkSourceContinues(written, position, logger); err != nil {
+	position, origin := appliedOrStart(ctx, tgtDB, f.stream, start, startOrigin)
+	if err := checkSourceContinues(written, position, origin, logger); err != nil {
 		return err
 	}
 	warnUntilUnseen(until, written, position, logger)
