@@ -574,3 +574,57 @@ func TestEngineBehindItsBinlog(t *testing.T) {
 	replicate(set.String())
 	requireEqual(t, sb)
 }
+
+// A target killed right after a CREATE SEQUENCE recovers the sequence
+// without its row (MariaDB answers the statement before the row is on
+// disk), the statement in its binlog and the position not yet written.
+// The next run takes the group as applied from the target's binlog, sees
+// the sequence without its row, and creates it again outside the binlog:
+// the groups after it apply, and the sequence ends equal.
+func TestSequenceCreatedJustBeforeTheTargetDied(t *testing.T) {
+	sb := upSandbox(t)
+	relay := filepath.Join(t.TempDir(), "relay")
+	create := "CREATE SEQUENCE sc.s START WITH 10 INCREMENT BY 5"
+	mustExec(t, sb.Primary, "CREATE DATABASE sc", "CREATE TABLE sc.t (id INT PRIMARY KEY) ENGINE=InnoDB")
+	before := binlogPos(t, sb.Primary)
+	mustExec(t, sb.Primary, create)
+	created, err := gtid.ParseMariaDBGTID(binlogPos(t, sb.Primary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, sb.Primary, "INSERT INTO sc.t VALUES (NEXTVAL(sc.s))", "DO SETVAL(sc.s, 100)", "INSERT INTO sc.t SELECT NEXTVAL(sc.s)")
+	replicate := func(until string) run {
+		r := gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", until)...)
+		if r.code != 0 {
+			t.Fatalf("replicate --until %s exited %d:\n%s", until, r.code, r.stderr)
+		}
+		return r
+	}
+	replicate(before)
+	mustExec(t, sb.Target, fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=%d, @@session.gtid_seq_no=%d",
+		created.Domain, created.Server, created.Seq), create)
+	if err := sb.Target.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Target.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rootDB(t, sb.Target).Exec("SELECT COUNT(*) FROM sc.s"); err == nil || !strings.Contains(err.Error(), "1032") {
+		t.Fatalf("after the kill, the target's sequence answers %v, not 1032: the crash this test sets up did not happen", err)
+	}
+	r := replicate(binlogPos(t, sb.Primary))
+	if !strings.Contains(r.stderr, "created it again outside the binlog") {
+		t.Errorf("no warning that the sequence was created again:\n%s", r.stderr)
+	}
+	requireEqual(t, sb)
+	row := func(srv *sandbox.Server) string {
+		var next, start, inc int64
+		if err := rootDB(t, srv).QueryRow("SELECT next_not_cached_value, start_value, increment FROM sc.s").Scan(&next, &start, &inc); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("next not cached %d, start %d, increment %d", next, start, inc)
+	}
+	if src, tgt := row(sb.Primary), row(sb.Target); src != tgt {
+		t.Fatalf("the sequence differs: source %s, target %s", src, tgt)
+	}
+}

@@ -230,3 +230,24 @@ func BenchmarkSysbenchStatement(b *testing.B) {
 		}
 	}
 }
+
+func TestCreatedSequence(t *testing.T) {
+	for _, tt := range []struct {
+		text   string
+		want   Name
+		wantOK bool
+	}{
+		{"CREATE SEQUENCE s", Name{Table: "s"}, true},
+		{"create or replace sequence db.`s 1` start with 10 increment by 2", Name{Schema: "db", Table: "s 1"}, true},
+		{"CREATE SEQUENCE IF NOT EXISTS db.s", Name{Schema: "db", Table: "s"}, true},
+		{"/* c */ CREATE SEQUENCE s NOCACHE", Name{Table: "s"}, true},
+		{"CREATE TEMPORARY SEQUENCE s", Name{}, false},
+		{"CREATE TABLE s (a INT)", Name{}, false},
+		{"ALTER SEQUENCE s RESTART", Name{}, false},
+	} {
+		got, ok := CreatedSequence(tt.text, 0)
+		if ok != tt.wantOK || got != tt.want {
+			t.Errorf("CreatedSequence(%q) = %+v, %v; want %+v, %v", tt.text, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}

@@ -110,6 +110,31 @@ func DroppedTemporary(text string, sqlMode uint64) (names []Name, ok bool) {
 	return droppedNames(toks)
 }
 
+// CreatedSequence returns the name a CREATE [OR REPLACE] SEQUENCE [IF NOT
+// EXISTS] statement creates (Schema "" for a name without one), run under
+// sqlMode; ok is false for any other statement (a temporary sequence too),
+// or one it cannot read.
+func CreatedSequence(text string, sqlMode uint64) (name Name, ok bool) {
+	lx := Lexing{ANSIQuotes: sqlMode&modeANSIQuotes != 0, NoBackslashEscapes: sqlMode&modeNoBackslashEscapes != 0, UTF8: true}
+	toks, ok := tokens(text, lx)
+	if !ok || len(toks) < 3 || !isWord(toks[0], "CREATE") {
+		return Name{}, false
+	}
+	i := 1
+	if i+1 < len(toks) && isWord(toks[i], "OR") && isWord(toks[i+1], "REPLACE") {
+		i += 2
+	}
+	if i >= len(toks) || !isWord(toks[i], "SEQUENCE") {
+		return Name{}, false
+	}
+	i++
+	if i+2 < len(toks) && isWord(toks[i], "IF") && isWord(toks[i+1], "NOT") && isWord(toks[i+2], "EXISTS") {
+		i += 3
+	}
+	name, _, ok = nameAt(toks, i)
+	return name, ok
+}
+
 func (t *Temporary) add(thread uint32, n Name) {
 	n = lowerName(n.Schema, n.Table)
 	if t.held[n] == nil {

@@ -15,6 +15,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -271,6 +272,45 @@ func missingTableHint(err error, txn *binlog.Transaction) error {
 		"so rebuild the target, or skip the transaction knowing its changes are lost; to stop gapless safely, stop it when the source's sessions hold no temporary tables"}
 }
 
+// recordNotFound names the table of a 1032 (Can't find record in 'NAME').
+var recordNotFound = regexp.MustCompile(`Can't find record in '([^']+)'`)
+
+// rowsDifferHint says, of a row event the target's rows refuse (1032: the
+// row to change is not there; 1062: the row to add is there already), that
+// the target's rows differ from the source's there, the usual causes, and
+// what skipping leaves. Where the row not found is a SEQUENCE's, it names
+// the cause no client is behind: a target that crashed right after a
+// CREATE SEQUENCE, which MariaDB answers before the sequence's row is
+// durable, recovers the sequence without its row.
+func (s *Session) rowsDifferHint(err error, txn *binlog.Transaction) error {
+	code, _ := errorCode(err)
+	if (code != 1032 && code != 1062) || len(txn.RowEvents()) == 0 {
+		return err
+	}
+	if m := recordNotFound.FindStringSubmatch(err.Error()); code == 1032 && m != nil {
+		for _, t := range txn.Tables {
+			if !strings.EqualFold(t.Table, m[1]) || !s.isSequence(t.Schema, t.Table) {
+				continue
+			}
+			return &hinted{err, fmt.Sprintf("the sequence %s.%s has no row on the target: a target that crashed right after its CREATE SEQUENCE (MariaDB answers that before the row is on disk) recovers it so; "+
+				"on the target, with SET SESSION sql_log_bin=0, DROP SEQUENCE it and create it again as SHOW CREATE SEQUENCE shows it on the source, at the value it had at this point (SETVAL), then run again", t.Schema, t.Table)}
+		}
+	}
+	return &hinted{err, "the target's rows differ from the source's here: a client wrote the table on the target, or the target was not seeded at the position gapless started from; " +
+		"compare with `gapless verify`, and mend the rows on the target (outside its binlog) or re-seed it; skipping the transaction leaves them different"}
+}
+
+// isSequence reports whether the target holds schema.table as a SEQUENCE.
+func (s *Session) isSequence(schema, table string) bool {
+	r, err := s.conn.c.Execute("SELECT TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", schema, table)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	kind, _ := r.GetString(0, 0)
+	return r.RowNumber() > 0 && kind == "SEQUENCE"
+}
+
 // Close closes the connection. It belongs to the session alone, so the
 // source's session variables it holds (sql_log_bin, server_id, sql_mode, a
 // fixed timestamp, ...) end with it.
@@ -457,6 +497,7 @@ func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint s
 		}
 		err = readOnlyHint(err)
 		err = missingTableHint(err, txns[len(txns)-1])
+		err = s.rowsDifferHint(err, txns[len(txns)-1])
 		if s.loads != nil {
 			err = localInfileHint(err)
 		}
@@ -1715,6 +1756,11 @@ func (s *Session) EndBinlogged(ctx context.Context, txn *binlog.Transaction) err
 			s.opts.Warn(fmt.Sprintf("%s is in the target's binlog, but its XA branch was still prepared there (the target crashed between the two?): ended it again outside the binlog: %s", txn.GTID(), stmt))
 		}
 		script = []string{stmt}
+	} else if again, name := s.sequenceCreatedAgain(txn); again != nil {
+		if s.opts.Warn != nil {
+			s.opts.Warn(fmt.Sprintf("%s is in the target's binlog, but the sequence %s it created has no row there (the target crashed right after it?): created it again outside the binlog", txn.GTID(), name))
+		}
+		script = again
 	} else if script = sequencesAgain(txn); script == nil {
 		return nil
 	}
@@ -1726,6 +1772,57 @@ func (s *Session) EndBinlogged(ctx context.Context, txn *binlog.Transaction) err
 	}
 	return nil
 }
+
+// sequenceCreatedAgain returns the statements that create again the
+// sequence txn, a CREATE SEQUENCE, created, and its name, when the target
+// holds it without its row (EndBinlogged): MariaDB answers a CREATE
+// SEQUENCE before the sequence's row is on disk, and a target killed then
+// recovers the sequence without it, every use of it failing with 1032.
+// Nil for any other group, or a sequence with its row.
+func (s *Session) sequenceCreatedAgain(txn *binlog.Transaction) ([]string, string) {
+	if !txn.Has(binlog.FlagDDL) {
+		return nil, ""
+	}
+	for _, ev := range txn.Events {
+		e, ok := ev.Data.(*replication.QueryEvent)
+		if !ok {
+			continue
+		}
+		text := queryStatement(e.Query)
+		state, err := binlog.QuerySessionState(ev.Header, e)
+		if err != nil {
+			return nil, ""
+		}
+		n, ok := statement.CreatedSequence(text, state.SQLMode)
+		if !ok {
+			continue
+		}
+		db := string(e.Schema)
+		if n.Schema == "" {
+			n.Schema = db
+		}
+		if n.Schema == "" {
+			return nil, ""
+		}
+		name := quoteName(n.Schema) + "." + quoteName(n.Table)
+		if _, err := s.conn.c.Execute("SELECT COUNT(*) FROM " + name); err == nil {
+			return nil, "" // the sequence has its row (or another table has its name)
+		} else if code, _ := errorCode(err); code != errRecordNotFound {
+			return nil, ""
+		}
+		script := []string{"DROP SEQUENCE IF EXISTS " + name}
+		if db != "" {
+			script = append(script, "USE "+quoteName(db))
+			s.db = "" // the next group sets its own database
+		}
+		return append(script, sourceStatement(text, true)), n.Schema + "." + n.Table
+	}
+	return nil, ""
+}
+
+// errRecordNotFound is HA_ERR_KEY_NOT_FOUND as the server answers it
+// (1032): what a sequence without its row answers every use with.
+const errRecordNotFound = 1032
 
 // sequencesAgain returns the statements that apply txn, a group that
 // writes sequences alone, again (EndBinlogged), or nil for any other group.
