@@ -185,5 +185,34 @@ func appliedOrStart(ctx context.Context, db *sql.DB, stream string, start *gtid.
 	return gtid.MariaDBPosition{}, ""
 }
 
+// sourceDomainsOf keeps of start, the target's @@gtid_slave_pos, the
+// domains the source has written: the others are the target's replication
+// from other servers (multi-source), which are not this stream's to carry
+// in its position. Nil when none is left: the run starts from the source's
+// first binlog, as on a target with no position.
+func sourceDomainsOf(start *gtid.MariaDBPosition, written gtid.MariaDBPosition, logger *slog.Logger) *gtid.MariaDBPosition {
+	if start == nil {
+		return nil
+	}
+	var kept gtid.MariaDBPosition
+	var dropped []uint32
+	for _, d := range start.Domains() {
+		g, _ := start.Get(d)
+		if _, ok := written.Get(d); ok {
+			kept.Advance(g)
+		} else {
+			dropped = append(dropped, d)
+		}
+	}
+	if len(dropped) == 0 {
+		return start
+	}
+	logger.Info(fmt.Sprintf("the target's @@gtid_slave_pos %s holds %s, which the source has never written (the target's replication from other servers): the run starts without them", start, domainList(dropped)))
+	if kept.IsEmpty() {
+		return nil
+	}
+	return &kept
+}
+
 // slavePosOrigin names the target's @@gtid_slave_pos as where a run starts.
 const slavePosOrigin = "the target's @@gtid_slave_pos"

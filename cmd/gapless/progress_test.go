@@ -127,3 +127,32 @@ func TestCheckSourceContinuesNamesAStaleSlavePos(t *testing.T) {
 		t.Fatalf("error %v; want it to name the target's @@gtid_slave_pos and how to clear it", err)
 	}
 }
+
+// TestSourceDomainsOf: the target's @@gtid_slave_pos keeps, as a run's
+// start, only the domains the source has written.
+func TestSourceDomainsOf(t *testing.T) {
+	pos := func(s string) *gtid.MariaDBPosition {
+		p, err := gtid.ParseMariaDBPosition(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &p
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tt := range []struct{ start, written, want string }{
+		{"0-1-500", "0-1-900", "0-1-500"},
+		{"0-1-500,5-7-3", "0-1-900", "0-1-500"},
+		{"5-7-3", "0-1-900", ""},
+	} {
+		got, s := sourceDomainsOf(pos(tt.start), *pos(tt.written), log), ""
+		if got != nil {
+			s = got.String()
+		}
+		if s != tt.want {
+			t.Errorf("start %s, source at %s: %q, want %q", tt.start, tt.written, s, tt.want)
+		}
+	}
+	if sourceDomainsOf(nil, *pos("0-1-1"), log) != nil {
+		t.Error("no start became one")
+	}
+}

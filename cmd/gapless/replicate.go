@@ -271,6 +271,9 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	if err != nil {
 		return err
 	}
+	if startOrigin == slavePosOrigin {
+		start = sourceDomainsOf(start, written, logger)
+	}
 	position, origin := appliedOrStart(ctx, tgtDB, f.stream, start, startOrigin)
 	if err := checkSourceContinues(written, position, origin, logger); err != nil {
 		return err

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"gapless/internal/dburl"
 	"gapless/internal/sandbox"
+	"gapless/internal/verify"
 )
 
 // standbyOf starts a MariaDB replica of sb's primary (binlog on, as a
@@ -224,4 +226,39 @@ func TestRefusesATargetWhoseOwnReplicaRunsFromTheSource(t *testing.T) {
 	smallWorkload(t, sb, 300, 113)
 	replicateUntilCaughtUp(t, sb, relay)
 	requireEqual(t, sb)
+}
+
+// A target that is also a MariaDB replica of another server (multi-source,
+// another GTID domain) is not refused for it: gapless applies its source
+// beside that replica, and both end equal.
+func TestTargetWhoseOwnReplicaRunsFromAnotherServer(t *testing.T) {
+	sb := upSandbox(t)
+	other := sandbox.StartForTest(t, sandbox.ServerConfig{Name: "other", Binlog: true, Extra: []string{"gtid_domain_id=5"}})
+	mustExec(t, other, "CREATE DATABASE other_app", "CREATE TABLE other_app.t (a INT PRIMARY KEY)", "INSERT INTO other_app.t VALUES (1),(2)")
+	change := fmt.Sprintf("CHANGE MASTER 'other' TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos",
+		other.Port, sandbox.ReplUser, sandbox.ReplPassword)
+	mustExec(t, sb.Target, change, "START SLAVE 'other'")
+	waitReplicaAt(t, sb.Target, binlogPos(t, other))
+	smallWorkload(t, sb, 500, 121)
+	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"))
+	var n int
+	if err := rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM other_app.t").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("the other server's rows on the target: %d, %v", n, err)
+	}
+	// The source's database equals the primary's; the other server's is
+	// the target's own business.
+	src, _, err := dburl.Open(sb.SourceURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	tgt, _, err := dburl.Open(sb.TargetURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	report, err := verify.Compare(t.Context(), src, tgt, verify.Options{Databases: []string{"w"}})
+	if err != nil || len(report.Tables) == 0 || !report.Equal() {
+		t.Fatalf("the source's database on the target: %+v, %v", report, err)
+	}
 }
