@@ -75,7 +75,9 @@ data (table gapless.checkpoint), so a restart after any crash continues exactly
 once. SIGINT or SIGTERM let the transaction in flight commit, then exit 0.
 
 When the target has no position yet, replication starts from --start-position,
-else from the target's @@gtid_slave_pos, else from the source's first binlog.
+else from the target's @@gtid_slave_pos (in the domains the source has
+written: the others are the target's replication from other servers), else
+from the source's first binlog.
 A --start-position while the target has another position is refused: after
 re-seeding the target, clear the old one with gapless reset.
 
