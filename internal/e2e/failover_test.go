@@ -13,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"gapless/internal/dburl"
 	"gapless/internal/sandbox"
-	"gapless/internal/verify"
 )
 
 // standbyOf starts a MariaDB replica of sb's primary (binlog on, as a
@@ -247,18 +245,5 @@ func TestTargetWhoseOwnReplicaRunsFromAnotherServer(t *testing.T) {
 	}
 	// The source's database equals the primary's; the other server's is
 	// the target's own business.
-	src, _, err := dburl.Open(sb.SourceURL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	tgt, _, err := dburl.Open(sb.TargetURL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tgt.Close()
-	report, err := verify.Compare(t.Context(), src, tgt, verify.Options{Databases: []string{"w"}})
-	if err != nil || len(report.Tables) == 0 || !report.Equal() {
-		t.Fatalf("the source's database on the target: %+v, %v", report, err)
-	}
+	requireEqualTables(t, sb, "w")
 }

@@ -526,6 +526,16 @@ func ddlRecoveryLogged(t *testing.T, srv *sandbox.Server) bool {
 // position not written. An XA ROLLBACK whose branch is still prepared is
 // run again, outside the binlog, and so is a group that sets a sequence;
 // the tables and sequences end equal and no branch stays prepared.
+// replicateUntil runs gapless until a position and checks it exits 0.
+func replicateUntil(t *testing.T, sb *sandboxT, relay, until string) run {
+	t.Helper()
+	r := gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", until)...)
+	if r.code != 0 {
+		t.Fatalf("replicate --until %s exited %d:\n%s", until, r.code, r.stderr)
+	}
+	return r
+}
+
 func TestEngineBehindItsBinlog(t *testing.T) {
 	sb := upSandbox(t)
 	relay := filepath.Join(t.TempDir(), "relay")
@@ -537,13 +547,7 @@ func TestEngineBehindItsBinlog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replicate := func(until string) run {
-		r := gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", until)...)
-		if r.code != 0 {
-			t.Fatalf("replicate --until %s exited %d:\n%s", until, r.code, r.stderr)
-		}
-		return r
-	}
+	replicate := func(until string) run { return replicateUntil(t, sb, relay, until) }
 	replicate(prepared)
 	// The XA ROLLBACK's GTID in the target's binlog, the branch prepared.
 	mustExec(t, sb.Target, fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=%d, @@session.gtid_seq_no=%d",
@@ -593,13 +597,7 @@ func TestSequenceCreatedJustBeforeTheTargetDied(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustExec(t, sb.Primary, "INSERT INTO sc.t VALUES (NEXTVAL(sc.s))", "DO SETVAL(sc.s, 100)", "INSERT INTO sc.t SELECT NEXTVAL(sc.s)")
-	replicate := func(until string) run {
-		r := gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", until)...)
-		if r.code != 0 {
-			t.Fatalf("replicate --until %s exited %d:\n%s", until, r.code, r.stderr)
-		}
-		return r
-	}
+	replicate := func(until string) run { return replicateUntil(t, sb, relay, until) }
 	replicate(before)
 	mustExec(t, sb.Target, fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=%d, @@session.gtid_seq_no=%d",
 		created.Domain, created.Server, created.Seq), create)
