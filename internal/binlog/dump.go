@@ -93,8 +93,8 @@ func (r *Receiver) checkContinues(conn *client.Conn, from gtid.MariaDBPosition) 
 	}
 	s, _ := res.GetString(0, 0)
 	written, err := gtid.ParseMariaDBPosition(s)
-	if err != nil {
-		return fmt.Errorf("source's @@gtid_binlog_pos %q: %w", s, err)
+	if err != nil { // not a MariaDB GTID position: asking again gets the same
+		return &SourceError{Problem: fmt.Sprintf("source %s answered @@gtid_binlog_pos %q, which is not a MariaDB GTID position: %v", r.addr(), s, err), Hint: "give a MariaDB source"}
 	}
 	for _, d := range from.Domains() {
 		if _, ok := written.Get(d); ok {
