@@ -1805,7 +1805,8 @@ func (s *Session) sequenceCreatedAgain(txn *binlog.Transaction) ([]string, strin
 			return nil, ""
 		}
 		name := quoteName(n.Schema) + "." + quoteName(n.Table)
-		if _, err := s.conn.c.Execute("SELECT COUNT(*) FROM " + name); err == nil {
+		if r, err := s.conn.c.Execute("SELECT COUNT(*) FROM " + name); err == nil {
+			r.Close()
 			return nil, "" // the sequence has its row (or another table has its name)
 		} else if code, _ := errorCode(err); code != errRecordNotFound {
 			return nil, ""
