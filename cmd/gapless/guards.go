@@ -90,22 +90,24 @@ func checkTargetReplica(ctx context.Context, target *sql.DB, src serverIdentity,
 	if err != nil {
 		return nil
 	}
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
+	column := make(map[string]int, len(cols))
+	for i, c := range cols {
+		column[strings.ToLower(c)] = i
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	field := func(name string) string {
+		if i, ok := column[strings.ToLower(name)]; ok {
+			return vals[i].String
 		}
+		return ""
+	}
+	for rows.Next() {
 		if rows.Scan(ptrs...) != nil {
 			return nil
-		}
-		field := func(name string) string {
-			for i, c := range cols {
-				if strings.EqualFold(c, name) {
-					return vals[i].String
-				}
-			}
-			return ""
 		}
 		running := field("Slave_SQL_Running") == "Yes" || field("Slave_IO_Running") == "Yes"
 		fromSource := field("Master_Server_Id") == strconv.FormatUint(uint64(src.serverID), 10) ||

@@ -644,18 +644,11 @@ func (l *RelayLog) SwitchSource(applied gtid.MariaDBPosition) (previous string, 
 			return previous, false, err
 		}
 	}
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, []byte(l.opts.Source+"\n"), 0o600); err != nil {
+	// Not synced: a crash that loses or tears the file makes the next run
+	// reset the relay log again, which costs a fetch and loses nothing.
+	if err := os.WriteFile(path, []byte(l.opts.Source+"\n"), 0o600); err != nil {
 		return previous, dropped, fmt.Errorf("relay directory %s: %w", l.opts.Dir, err)
 	}
-	if f, err := os.Open(tmp); err == nil {
-		_ = f.Sync()
-		f.Close()
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return previous, dropped, fmt.Errorf("relay directory %s: %w", l.opts.Dir, err)
-	}
-	syncDir(l.opts.Dir)
 	return previous, dropped, nil
 }
 
