@@ -43,7 +43,10 @@ func formatProgress(p apply.Progress, until *gtid.MariaDBPosition, now time.Time
 	} else {
 		line += fmt.Sprintf("  workers busy %d/%d", busy, len(p.Workers))
 	}
-	if w, ok := longJob(p.Workers, now); ok {
+	if p.TargetWait != nil {
+		// What the target holds them with says more than the longest job.
+		line += "  the target holds them: " + p.TargetWait.Text
+	} else if w, ok := longJob(p.Workers, now); ok {
 		line += fmt.Sprintf("  %s %s (%s) for %s", w.State, w.GTID, byteSize(w.Bytes), now.Sub(w.Since).Round(time.Second))
 	}
 	if unseen := unseenDomains(until, p.Received, p.Position); len(unseen) > 0 {

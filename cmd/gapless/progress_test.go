@@ -84,6 +84,12 @@ func TestProgressNamesALongJob(t *testing.T) {
 	if strings.Contains(line, "0-1-7") {
 		t.Errorf("%q names a job of one second", line)
 	}
+	// What the target holds the workers with says more than the long job.
+	wait := &apply.TargetWait{Text: "worker 1 (0-1-4), applying for 12s, waits for a row lock on `a`.`t` held by the target's connection 9", Since: now.Add(-12 * time.Second)}
+	line = formatProgress(apply.Progress{Applied: 3, Workers: workers, TargetWait: wait}, nil, now)
+	if want := "  the target holds them: " + wait.Text; !strings.HasSuffix(line, want) {
+		t.Errorf("%q does not end in %q", line, want)
+	}
 }
 
 // TestCheckSourceContinues: a source that has never written any domain of

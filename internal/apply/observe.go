@@ -88,6 +88,10 @@ type Snapshot struct {
 	LagSeconds       float64              // now minus the source time of the last applied transaction; 0 when caught up
 	SourceConnected  bool
 
+	// TargetWait is what the target makes the workers wait for (a client's
+	// row lock, a read lock of a backup), nil when it tells of nothing.
+	TargetWait *TargetWait
+
 	QueuedTransactions int   // decoded, waiting for a worker
 	QueuedBytes        int64 // decoded and not yet committed (what --max-queued bounds)
 
@@ -373,6 +377,7 @@ func (r *Replica) Snapshot() Snapshot {
 		b.mu.Unlock()
 	}
 	s.Workers = viewWorkers(workers, clog)
+	s.TargetWait = r.targetWait.Load()
 	return s
 }
 

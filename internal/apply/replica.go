@@ -101,6 +101,9 @@ type Progress struct {
 	// SourceDownSince and TargetDownSince are when the source or the target
 	// stopped answering, while they do not; zero while they answer.
 	SourceDownSince, TargetDownSince time.Time
+	// TargetWait is what the target makes the workers wait for, nil when
+	// it tells of nothing.
+	TargetWait *TargetWait
 }
 
 // Result says where a run ended.
@@ -180,6 +183,9 @@ type Replica struct {
 
 	pending *binlog.Transaction // taken from the decoder but not yet dispatched (coordinator only)
 
+	// targetWait is what the target makes the workers wait for, nil when
+	// nothing (targetwait.go).
+	targetWait atomic.Pointer[TargetWait]
 	// targetDownSince is when the status reports first failed to reach the
 	// target (Unix ns), 0 while they reach it.
 	targetDownSince atomic.Int64
@@ -422,6 +428,8 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	}()
 	stopWatchdog := r.watchdog()
 	defer stopWatchdog()
+	stopProbe := r.probeTargetWaits()
+	defer stopProbe()
 
 	var (
 		gi        int64
@@ -932,6 +940,7 @@ func (r *Replica) reportProgress(relay *binlog.RelayLog) func() {
 					p.TargetDownSince = time.Unix(0, ns)
 				}
 				p.Workers = r.workerStatus()
+				p.TargetWait = r.targetWait.Load()
 				p.Behind = behind(p.Received, p.Position)
 				if p.Behind > 0 && !lastSource.IsZero() {
 					p.LagSeconds = max(0, now.Sub(lastSource).Seconds())

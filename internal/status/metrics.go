@@ -42,6 +42,7 @@ type collector struct {
 
 	up, applied, appliedBytes, filtered, targetTxns, received, receivedBytes *prometheus.Desc
 	lag, behind, relayBytes, queueTxns, queueBytes, sourceConnected          *prometheus.Desc
+	targetWait                                                               *prometheus.Desc
 	workerState, retries, conflicts, watchdogKills, batchSize, commitSeconds *prometheus.Desc
 	statementTables                                                          *prometheus.Desc
 }
@@ -66,6 +67,7 @@ func newMetrics(s *Server) http.Handler {
 		queueTxns:       desc("queue_transactions", "Decoded transactions waiting for a worker."),
 		queueBytes:      desc("queue_bytes", "Bytes of decoded transactions not yet committed (bounded by --max-queued)."),
 		sourceConnected: desc("source_connected", "1 while the binlog dump from the source runs."),
+		targetWait:      desc("target_wait_seconds", "How long a worker held back by the target (a client's row lock, a backup's read lock) has been applying its job; 0 when none is."),
 		workerState:     desc("worker_state", "1 for the state each worker is in, 0 for the others.", "worker", "state"),
 		retries:         desc("retries_total", "Transactions (or batches) run again, by reason.", "reason"),
 		conflicts:       desc("conflicts_total", "Transactions that could not run beside the ones before them, by reason.", "reason"),
@@ -115,6 +117,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		connected = 1
 	}
 	gauge(c.sourceConnected, connected)
+	waited := 0.0
+	if w := snap.TargetWait; w != nil {
+		waited = snap.At.Sub(w.Since).Seconds()
+	}
+	gauge(c.targetWait, waited)
 	for _, w := range snap.Workers {
 		slot := strconv.Itoa(w.Slot)
 		for _, st := range workerStates {

@@ -83,6 +83,9 @@ type Live struct {
 	QueuedTransactions   int     `json:"queued_transactions"`
 	QueuedBytes          int64   `json:"queued_bytes"`
 	SourceConnected      bool    `json:"source_connected"`
+	// TargetWait: what the target makes the workers wait for (a client's
+	// row lock, a backup's read lock), absent when it tells of nothing.
+	TargetWait *TargetWait `json:"target_wait,omitempty"`
 
 	Retries       map[string]int64 `json:"retries"`
 	Conflicts     map[string]int64 `json:"conflicts"`
@@ -95,6 +98,14 @@ type Live struct {
 	Chains []Chain `json:"chains"`
 	// History: one sample a second, oldest first, when asked (?history=SECONDS).
 	History []Sample `json:"history,omitempty"`
+}
+
+// TargetWait is a wait the target imposes on the workers.
+type TargetWait struct {
+	Text  string    `json:"text"`  // who waits, for what, held by whom
+	Since time.Time `json:"since"` // when the longest-waiting worker began its job
+	// HolderConnection is the target's connection that holds it, when known.
+	HolderConnection int64 `json:"holder_connection,omitempty"`
 }
 
 // Chain is a table and how many transactions waited on it for an earlier one.

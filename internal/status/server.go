@@ -334,6 +334,9 @@ func (s *Server) Stream(window time.Duration) Stream {
 	live.Applied, live.AppliedBytes, live.Filtered, live.TargetTransactions = snap.Applied, snap.AppliedBytes, snap.Filtered, snap.Batches
 	live.ReceivedTransactions, live.RelayLogBytes = snap.ReceivedTransactions, snap.RelayBytes
 	live.QueuedTransactions, live.QueuedBytes, live.SourceConnected = snap.QueuedTransactions, snap.QueuedBytes, snap.SourceConnected
+	if w := snap.TargetWait; w != nil {
+		live.TargetWait = &TargetWait{Text: w.Text, Since: w.Since.UTC(), HolderConnection: w.Holder}
+	}
 	maps.Copy(live.Retries, snap.Retries)
 	maps.Copy(live.Conflicts, snap.Conflicts)
 	live.WatchdogKills = snap.WatchdogKills
