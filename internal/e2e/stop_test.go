@@ -169,3 +169,34 @@ func requireSkipGoesOnOnce(t *testing.T, sb *sandbox.Sandbox, args []string, fai
 		t.Errorf("after the skip the target holds %d rows (want 300), %d of them local (want 1)", total, local)
 	}
 }
+
+// A client writes on the target itself, with its binlog on: the target
+// binlogs it in its own @@gtid_domain_id, the source's (both 0), and the
+// next group of the source there is refused (1950 in gtid_strict_mode).
+// The stop says who wrote the domain and how to go on without losing the
+// group, and going on so ends equal.
+func TestClientWriteInTheStreamsDomainOnTheTarget(t *testing.T) {
+	sb := upSandbox(t)
+	relay := filepath.Join(t.TempDir(), "relay")
+	mustExec(t, sb.Primary, "CREATE DATABASE e", "CREATE TABLE e.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB", "INSERT INTO e.t VALUES (1, 1)")
+	replicateUntilCaughtUp(t, sb, relay)
+	mustExec(t, sb.Target, "CREATE DATABASE local_notes", "CREATE TABLE local_notes.n (id INT PRIMARY KEY) ENGINE=InnoDB", "INSERT INTO local_notes.n VALUES (1)")
+	mustExec(t, sb.Primary, "INSERT INTO e.t VALUES (2, 2)", "UPDATE e.t SET v = v + 1", "INSERT INTO e.t VALUES (3, 3)")
+	args := append(replicateArgs(sb.SourceURL, sb.TargetURL, relay), "--until", binlogPos(t, sb.Primary), "--workers", "4")
+	r := gapless(t, nil, args...)
+	t.Logf("exit %d: %s", r.code, strings.TrimSpace(r.stderr))
+	if r.code == 0 {
+		t.Fatal("the run went past a GTID the target's strict mode refuses")
+	}
+	for _, want := range []string{"1950", "a client's write on the target itself", "gtid_strict_mode=OFF", "skipping this transaction would lose its changes"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the error does not say %q", want)
+		}
+	}
+	// As the stop says: the target's own writes out of the stream's
+	// domain, strict mode off for the run.
+	mustExec(t, sb.Target, "SET GLOBAL gtid_domain_id = 9", "SET GLOBAL gtid_strict_mode = OFF")
+	t.Cleanup(func() { mustExec(t, sb.Target, "SET GLOBAL gtid_domain_id = 0", "SET GLOBAL gtid_strict_mode = ON") })
+	replicateUntilCaughtUp(t, sb, relay)
+	requireEqualTables(t, sb, "e")
+}
