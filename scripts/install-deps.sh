@@ -2,8 +2,9 @@
 # Installs what gapless's demo, tests and benchmarks need from Debian's
 # packages: MariaDB server and client, sysbench, mariadb-test with
 # mariadb-test-data (MariaDB's test suites, for the conformance short list
-# that make test runs), and chromium (the live page's test in a headless
-# browser, internal/e2e/http_test.go). Does nothing when they are already there.
+# that make test runs), chromium (the live page's test in a headless
+# browser, internal/e2e/http_test.go) and libfaketime (a source whose clock
+# is off, internal/e2e/clock_test.go). Does nothing when they are already there.
 set -euo pipefail
 
 need=()
@@ -13,6 +14,7 @@ command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
 command -v mariadb-test >/dev/null 2>&1 || need+=(mariadb-test)
 [ -d /usr/share/mysql/mysql-test/suite/rpl ] || need+=(mariadb-test-data)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+[ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ] || ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || need+=(libfaketime)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 sudo=""

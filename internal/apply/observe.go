@@ -366,7 +366,7 @@ func (r *Replica) Snapshot() Snapshot {
 		s.Behind = behind(s.ReceivedPosition, s.Position)
 	}
 	if s.Behind > 0 && !lastSource.IsZero() {
-		s.LagSeconds = max(0, now.Sub(lastSource).Seconds())
+		s.LagSeconds = max(0, now.Sub(r.sourceTime(lastSource)).Seconds())
 	}
 	if q := r.obs.queue.Load(); q != nil {
 		s.QueuedTransactions = len(*q)

@@ -183,6 +183,9 @@ type Replica struct {
 
 	pending *binlog.Transaction // taken from the decoder but not yet dispatched (coordinator only)
 
+	// clock is the receiver whose measure of the source's clock the lag
+	// and the positions' source times allow for (sourceTime).
+	clock atomic.Pointer[binlog.Receiver]
 	// targetWait is what the target makes the workers wait for, nil when
 	// nothing (targetwait.go).
 	targetWait atomic.Pointer[TargetWait]
@@ -344,6 +347,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	r.mu.Lock()
 	r.receiver = receiver
 	r.mu.Unlock()
+	r.clock.Store(receiver)
 	recvErr := make(chan error, 1)
 	go func() { recvErr <- receiver.Run(pipeCtx) }()
 	skip := make(map[gtid.MariaDBGTID]bool, len(r.cfg.Skip))
@@ -907,6 +911,17 @@ func (r *Replica) workerStatus() []WorkerStatus {
 	return out
 }
 
+// sourceTime is t, a time of the source's clock (an event's timestamp), on
+// this host's clock, as far as the receiver measured the two apart: lag
+// read against a source whose clock is off stays the time the target is
+// behind, as MariaDB's Seconds_Behind_Master does.
+func (r *Replica) sourceTime(t time.Time) time.Time {
+	if recv := r.clock.Load(); recv != nil {
+		return t.Add(recv.ClockOffset())
+	}
+	return t
+}
+
 // reportProgress calls cfg.Progress every interval until the returned func is called.
 func (r *Replica) reportProgress(relay *binlog.RelayLog) func() {
 	if r.cfg.Progress == nil {
@@ -943,7 +958,7 @@ func (r *Replica) reportProgress(relay *binlog.RelayLog) func() {
 				p.TargetWait = r.targetWait.Load()
 				p.Behind = behind(p.Received, p.Position)
 				if p.Behind > 0 && !lastSource.IsZero() {
-					p.LagSeconds = max(0, now.Sub(lastSource).Seconds())
+					p.LagSeconds = max(0, now.Sub(r.sourceTime(lastSource)).Seconds())
 				}
 				r.cfg.Progress(p)
 			}

@@ -835,7 +835,7 @@ func (w *worker) checkpointStatement(j *job) string {
 	if w.replica.cfg.CommitOrder == Strict && len(ahead) == 0 {
 		// (w.mine may hold groups from while ahead was not empty: all of
 		// them below the position now.)
-		return store.Statement(slot, txn.MariaDB, txn.SourceTime)
+		return store.Statement(slot, txn.MariaDB, w.replica.sourceTime(txn.SourceTime))
 	}
 	kept := w.mine[:0]
 	for _, m := range w.mine {
@@ -852,7 +852,7 @@ func (w *worker) checkpointStatement(j *job) string {
 		above = append(above, member.MariaDB)
 	}
 	above = append(above, ahead...)
-	return store.CausalStatement(slot, txn.MariaDB, txn.SourceTime, low, above)
+	return store.CausalStatement(slot, txn.MariaDB, w.replica.sourceTime(txn.SourceTime), low, above)
 }
 
 func (w *worker) connect(ctx context.Context) error {

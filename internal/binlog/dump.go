@@ -20,6 +20,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +69,7 @@ func (r *Receiver) openDump(ctx context.Context, from gtid.MariaDBPosition) (d *
 		conn.Close()
 		return nil, true, err
 	}
+	r.measureClock(conn)
 	d = &dumpStream{conn: conn, guard: guard}
 	if err := d.request(r.cfg, from); err != nil {
 		conn.Close()
@@ -77,6 +79,30 @@ func (r *Receiver) openDump(ctx context.Context, from gtid.MariaDBPosition) (d *
 	// ctx closes the connection, which ends a read in progress.
 	d.stop = context.AfterFunc(ctx, func() { conn.Close() })
 	return d, true, nil
+}
+
+// measureClock reads the source's clock and keeps how far the local one runs
+// ahead of it (the middle of the round trip against the source's answer).
+// A source that does not answer keeps the offset measured before.
+func (r *Receiver) measureClock(conn *client.Conn) {
+	sent := time.Now()
+	res, err := conn.Execute("SELECT CAST(UNIX_TIMESTAMP(NOW(6)) AS CHAR)")
+	if err != nil {
+		r.cfg.Logger.Debug("cannot read the source's clock", "error", err)
+		return
+	}
+	answered := time.Now()
+	text, _ := res.GetString(0, 0)
+	whole, fraction, _ := strings.Cut(text, ".")
+	sec, err1 := strconv.ParseInt(whole, 10, 64)
+	micro, err2 := strconv.ParseInt((fraction + "000000")[:6], 10, 64)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	offset := sent.Add(answered.Sub(sent) / 2).Sub(time.Unix(sec, micro*1000))
+	if old := time.Duration(r.clockOffset.Swap(int64(offset))); offset.Abs() >= time.Second && (offset-old).Abs() >= time.Second {
+		r.cfg.Logger.Warn("the source's clock differs from this host's; gapless's lag allows for it", "this_host_ahead_by", offset.Round(time.Millisecond).String())
+	}
 }
 
 // checkContinues refuses a source whose binlog has held no GTID domain of

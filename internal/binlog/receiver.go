@@ -58,6 +58,9 @@ type Receiver struct {
 	// failed session since the last one that received an event; 0 while
 	// a dump runs or before the first attempt fails.
 	downSince atomic.Int64
+	// clockOffset is how far the local clock runs ahead of the source's
+	// (ns), measured at each connection (dump.go measureClock).
+	clockOffset atomic.Int64
 }
 
 // NewReceiver returns a receiver that appends to relay.
@@ -76,6 +79,12 @@ func (r *Receiver) Received() int64 { return r.received.Load() }
 
 // Connected reports whether a binlog dump is running now.
 func (r *Receiver) Connected() bool { return r.connected.Load() }
+
+// ClockOffset is how far the local clock runs ahead of the source's, as
+// measured when the receiver last connected (0 before): the source's
+// timestamps plus it are on the local clock, as MariaDB's replica corrects
+// Seconds_Behind_Master by the difference it reads at connect.
+func (r *Receiver) ClockOffset() time.Duration { return time.Duration(r.clockOffset.Load()) }
 
 // DownSince is when the source stopped answering, for as long as the
 // receiver has not reached it again; the zero time while it answers.
