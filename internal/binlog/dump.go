@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"gapless/internal/sqltext"
 	"net"
 	"os"
 	"strconv"
@@ -147,6 +148,10 @@ func (d *dumpStream) request(cfg ReceiverConfig, from gtid.MariaDBPosition) erro
 	}
 	period := cfg.Heartbeat.Nanoseconds()
 	for _, set := range []string{
+		// Under the source's global sql_mode the empty position below
+		// could be NULL (EMPTY_STRING_IS_NULL), which asks for a dump by
+		// file name (1236).
+		"SET SESSION sql_mode=" + sqltext.SQLMode,
 		"SET @mariadb_slave_capability=4", // MARIA_SLAVE_CAPABILITY_GTID
 		"SET @master_heartbeat_period=" + strconv.FormatInt(period, 10) + ", @source_heartbeat_period=" + strconv.FormatInt(period, 10),
 	} {

@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"gapless/internal/sqltext"
 	"maps"
 	"net"
 	"net/url"
@@ -176,8 +177,15 @@ func (c Config) Addr() string {
 	return net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
 }
 
+// sqlMode is the sql_mode of the pools' connections: what they run (its
+// tables, the positions, the comparisons of verify) must read the same
+// whatever the server's global sql_mode is.
+const sqlMode = sqltext.SQLMode
+
 // DSN is a go-sql-driver data source name for database db (may be empty) over
-// TCP. params are added to the URL's own parameters and win over them.
+// TCP. params are added to the URL's own parameters and win over them; the
+// session's sql_mode is gapless's own (sqltext.SQLMode) unless one of them
+// sets it.
 func (c Config) DSN(db string, params map[string]string) string {
 	dc := mysql.NewConfig()
 	dc.User = c.User
@@ -185,14 +193,13 @@ func (c Config) DSN(db string, params map[string]string) string {
 	dc.Net = "tcp"
 	dc.Addr = c.Addr()
 	dc.DBName = db
-	if len(c.Params)+len(params) > 0 {
-		dc.Params = make(map[string]string, len(c.Params)+len(params))
-		for k, v := range c.Params {
-			dc.Params[k] = v
-		}
-		for k, v := range params {
-			dc.Params[k] = v
-		}
+	dc.Params = make(map[string]string, len(c.Params)+len(params)+1)
+	dc.Params["sql_mode"] = sqlMode
+	for k, v := range c.Params {
+		dc.Params[k] = v
+	}
+	for k, v := range params {
+		dc.Params[k] = v
 	}
 	return dc.FormatDSN()
 }

@@ -86,8 +86,16 @@ func TestDSN(t *testing.T) {
 	if cfg.Params["multiStatements"] != "" {
 		t.Error("DSN modified the Config's own params")
 	}
-	if got := (Config{User: "u", Host: "::1", Port: 3306}).DSN("", nil); got != "u@tcp([::1]:3306)/" {
+	if got := (Config{User: "u", Host: "::1", Port: 3306}).DSN("", nil); !strings.HasPrefix(got, "u@tcp([::1]:3306)/?") {
 		t.Errorf("IPv6 DSN = %q", got)
+	}
+	// gapless's own sql_mode, unless the URL sets one.
+	if back.Params["sql_mode"] != sqlMode {
+		t.Errorf("DSN %q sets sql_mode %q, want %q", dsn, back.Params["sql_mode"], sqlMode)
+	}
+	own, _ := Parse("mysql://app@127.0.0.1?sql_mode=%27ANSI%27")
+	if back, _ := mysql.ParseDSN(own.DSN("", nil)); back.Params["sql_mode"] != "'ANSI'" {
+		t.Errorf("the URL's sql_mode became %q", back.Params["sql_mode"])
 	}
 }
 
