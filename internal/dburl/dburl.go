@@ -195,6 +195,9 @@ func (c Config) DSN(db string, params map[string]string) string {
 	dc.DBName = db
 	dc.Params = make(map[string]string, len(c.Params)+len(params)+1)
 	dc.Params["sql_mode"] = sqlMode
+	// Never cut for idleness, as a replica's threads are not (the target's
+	// wait_timeout may be short).
+	dc.Params["wait_timeout"] = "31536000"
 	for k, v := range c.Params {
 		dc.Params[k] = v
 	}

@@ -984,3 +984,36 @@ func TestXACommitKilledBeforeItsPosition(t *testing.T) {
 		})
 	}
 }
+
+// A target with a short wait_timeout, as some servers are set, and a source
+// that goes quiet while a session of it holds a temporary table: gapless's
+// connection holding the table must not be cut for idleness (a replica's
+// thread never is), or the next statement that reads the table cannot be
+// applied (it stopped with 1146).
+func TestShortWaitTimeoutOnTheTarget(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Target, "SET GLOBAL wait_timeout = 2", "SET GLOBAL interactive_timeout = 2")
+	t.Cleanup(func() { mustExec(t, sb.Target, "SET GLOBAL wait_timeout = DEFAULT", "SET GLOBAL interactive_timeout = DEFAULT") })
+	mustExec(t, sb.Primary, "CREATE DATABASE quiet", "CREATE TABLE quiet.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB", "INSERT INTO quiet.t VALUES (0, 0)")
+	cmd, stderr, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, filepath.Join(t.TempDir(), "relay"), "--workers", "4")...)
+	waitApplied(t, sb, primaryPosition(t, sb), 60*time.Second, stderr)
+	session, err := rootDB(t, sb.Primary).Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	for _, s := range []string{"SET SESSION binlog_format=MIXED", "CREATE TEMPORARY TABLE quiet.scratch (id INT, v INT) ENGINE=InnoDB", "INSERT INTO quiet.scratch VALUES (1, 10), (2, 20)"} {
+		if _, err := session.ExecContext(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	waitApplied(t, sb, primaryPosition(t, sb), 30*time.Second, stderr)
+	time.Sleep(5 * time.Second) // the source quiet past the target's wait_timeout
+	if _, err := session.ExecContext(context.Background(), "INSERT INTO quiet.t SELECT id, v FROM quiet.scratch"); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, sb.Primary, "INSERT INTO quiet.t VALUES (3, 30)")
+	waitApplied(t, sb, primaryPosition(t, sb), 30*time.Second, stderr)
+	stopAndRequireExit0(t, cmd.Process.Pid, wait)
+	requireEqualTables(t, sb, "quiet")
+}

@@ -165,6 +165,10 @@ func (s *Session) prepare() error {
 	// history was to be kept; MariaDB's replica applies it so too, whatever
 	// the target's default (ERROR refuses it: 4119).
 	setup += ", @@session.system_versioning_alter_history=KEEP"
+	// A replica's thread is never timed out; a session of gapless idle
+	// longer than the target's wait_timeout (a quiet source) would be cut,
+	// and the source's temporary tables it holds with it.
+	setup += ", @@session.wait_timeout=31536000"
 	if s.opts.WriteBinlog {
 		// The target would annotate the row events it logs with the text of
 		// the statement that made them: here the BINLOG statement, the
@@ -267,7 +271,7 @@ func missingTableHint(err error, txn *binlog.Transaction) error {
 	if code, _ := errorCode(err); code != 1146 || len(txn.RowEvents()) > 0 {
 		return err
 	}
-	return &hinted{err, "if it was a temporary table of the source's session, made before this run of gapless began or before the target restarted, it is gone: " +
+	return &hinted{err, "if it was a temporary table of the source's session, made before this run of gapless began, before the target restarted, or before gapless's connection holding it was lost (killed, or cut by the network), it is gone: " +
 		"temporary tables end with gapless's connection to the target, as a replica's end with its server; what the statement read from it cannot be applied, " +
 		"so rebuild the target, or skip the transaction knowing its changes are lost; to stop gapless safely, stop it when the source's sessions hold no temporary tables"}
 }
