@@ -198,6 +198,10 @@ func (c Config) DSN(db string, params map[string]string) string {
 	// Never cut for idleness, as a replica's threads are not (the target's
 	// wait_timeout may be short).
 	dc.Params["wait_timeout"] = "31536000"
+	// Each statement its own transaction unless gapless begins one: a
+	// server whose global autocommit is 0 would leave gapless's writes
+	// uncommitted.
+	dc.Params["autocommit"] = "1"
 	for k, v := range c.Params {
 		dc.Params[k] = v
 	}

@@ -62,3 +62,46 @@ func TestServersWithAnotherGlobalSQLMode(t *testing.T) {
 		t.Errorf("gapless status does not show the stop:\n%s%s", st.stdout, st.stderr)
 	}
 }
+
+// A target whose global autocommit is 0, as some servers are set: gapless's
+// sessions and its own statements (positions, stops, reset) commit as they
+// must; the run stopped at once before (1694: sql_log_bin set inside the
+// transaction a read had opened).
+func TestTargetWithAutocommitOff(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Target, "SET GLOBAL autocommit = 0")
+	t.Cleanup(func() { mustExec(t, sb.Target, "SET GLOBAL autocommit = 1") })
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE app",
+		"CREATE TABLE app.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+		"CREATE TABLE app.m (id INT PRIMARY KEY, v INT) ENGINE=MyISAM",
+		"INSERT INTO app.t VALUES (1, 1), (2, 2)",
+		"INSERT INTO app.m VALUES (1, 1)",
+		"SET SESSION binlog_format = MIXED",
+		"UPDATE app.m SET v = 5",
+		"BEGIN", "INSERT INTO app.t VALUES (3, 3)", "INSERT INTO app.m VALUES (2, 2)", "COMMIT",
+		"ALTER TABLE app.t ADD COLUMN w INT",
+		"INSERT INTO app.t VALUES (4, 4, 4)")
+	relay := filepath.Join(t.TempDir(), "relay")
+	replicateUntilCaughtUp(t, sb, relay, "--workers", "4")
+	requireEqual(t, sb)
+	st := gapless(t, nil, "status", "--target", sb.TargetURL)
+	if st.code != 0 || !strings.Contains(st.stdout, binlogPos(t, sb.Primary)) {
+		t.Fatalf("gapless status exited %d, want the position %s:\n%s%s", st.code, binlogPos(t, sb.Primary), st.stdout, st.stderr)
+	}
+	// A stop is recorded, and reset removes the position for good.
+	mustExec(t, sb.Target, "SET SESSION autocommit = 1", "SET SESSION sql_log_bin = 0", "INSERT INTO app.t VALUES (9, 0, 0)")
+	mustExec(t, sb.Primary, "INSERT INTO app.t VALUES (9, 9, 9)")
+	if r := gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", binlogPos(t, sb.Primary))...); r.code == 0 {
+		t.Fatal("the run went past a duplicate key")
+	}
+	if st = gapless(t, nil, "status", "--target", sb.TargetURL); !strings.Contains(st.stdout, "1062") {
+		t.Errorf("gapless status does not show the stop:\n%s%s", st.stdout, st.stderr)
+	}
+	if r := gapless(t, nil, "reset", "--target", sb.TargetURL); r.code != 0 {
+		t.Fatalf("gapless reset exited %d: %s", r.code, r.stderr)
+	}
+	if st = gapless(t, nil, "status", "--target", sb.TargetURL); !strings.Contains(st.stdout, "no gapless position") {
+		t.Errorf("after reset, gapless status still shows a position:\n%s%s", st.stdout, st.stderr)
+	}
+}

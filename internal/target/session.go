@@ -160,7 +160,11 @@ func (s *Session) prepare() error {
 	if s.opts.WriteBinlog {
 		logBin = 1
 	}
-	setup := fmt.Sprintf("SET @@session.sql_log_bin=%d", logBin)
+	// autocommit first: on a target whose global autocommit is 0 the
+	// session's reads would open transactions gapless never ends, and
+	// sql_log_bin may not change inside one (1694). The source's groups
+	// say where theirs begin and end.
+	setup := fmt.Sprintf("SET @@session.autocommit=1, @@session.sql_log_bin=%d", logBin)
 	// An ALTER of a system-versioned table ran on the source, so its
 	// history was to be kept; MariaDB's replica applies it so too, whatever
 	// the target's default (ERROR refuses it: 4119).
