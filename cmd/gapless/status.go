@@ -48,9 +48,11 @@ type streamStatus struct {
 }
 
 type lastCommit struct {
-	GTID       string    `json:"gtid"`
-	AppliedAt  time.Time `json:"applied_at"`
-	LagSeconds float64   `json:"lag_seconds"`
+	GTID      string    `json:"gtid"`
+	AppliedAt time.Time `json:"applied_at"`
+	// LagSeconds is absent when the position names no applied transaction
+	// (one given with --start-position, which has no source time).
+	LagSeconds *float64 `json:"lag_seconds,omitempty"`
 }
 
 type workerStatus struct {
@@ -143,8 +145,11 @@ func readStreamStatus(ctx context.Context, store *checkpoint.Store, holder strin
 		}
 	}
 	if !newest.AppliedAt.IsZero() {
-		st.LastCommit = &lastCommit{GTID: newest.GTID.String(), AppliedAt: newest.AppliedAt,
-			LagSeconds: newest.AppliedAt.Sub(newest.SourceTime).Round(time.Second).Seconds()}
+		st.LastCommit = &lastCommit{GTID: newest.GTID.String(), AppliedAt: newest.AppliedAt}
+		if newest.SourceTime.Unix() > 0 {
+			lag := newest.AppliedAt.Sub(newest.SourceTime).Round(time.Second).Seconds()
+			st.LastCommit.LagSeconds = &lag
+		}
 	}
 	if st.Running {
 		workers, err := store.Workers(ctx)
@@ -176,9 +181,11 @@ func printStreamStatus(st streamStatus) {
 		running = fmt.Sprintf("not running: stopped by an error at %s UTC", st.LastError.StoppedAt.Format(time.DateTime))
 	}
 	fmt.Printf("stream %s: %s\n  position  %s\n", st.Stream, running, emptyAsNone(st.Position))
-	if c := st.LastCommit; c != nil {
+	if c := st.LastCommit; c != nil && c.LagSeconds != nil {
 		fmt.Printf("  last commit  %s at %s UTC, %s after the source wrote it\n",
-			c.GTID, c.AppliedAt.Format(time.DateTime), time.Duration(c.LagSeconds)*time.Second)
+			c.GTID, c.AppliedAt.Format(time.DateTime), time.Duration(*c.LagSeconds)*time.Second)
+	} else if c != nil {
+		fmt.Printf("  last commit  %s at %s UTC (a start position, no transaction applied)\n", c.GTID, c.AppliedAt.Format(time.DateTime))
 	}
 	if e := st.LastError; e != nil {
 		if e.GTID != "" {
