@@ -198,6 +198,8 @@ func (c Config) DSN(db string, params map[string]string) string {
 	// Never cut for idleness, as a replica's threads are not (the target's
 	// wait_timeout may be short).
 	dc.Params["wait_timeout"] = "31536000"
+	// Nor bound in time (verify reads whole tables).
+	dc.Params["max_statement_time"] = "0"
 	// Each statement its own transaction unless gapless begins one: a
 	// server whose global autocommit is 0 would leave gapless's writes
 	// uncommitted.

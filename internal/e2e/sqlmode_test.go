@@ -1,7 +1,10 @@
-// sqlmode_test.go runs gapless against servers whose global sql_mode is
-// not MariaDB's default, as servers migrated from Oracle run: gapless's
-// own statements (its tables, positions, stops, verify's comparisons) must
-// read the same, and the source's run as the source ran them.
+// sqlmode_test.go runs gapless against servers whose global session
+// defaults are not MariaDB's: a sql_mode of Oracle's dialect, autocommit
+// off, a short max_statement_time (a short wait_timeout: alone_test.go).
+// gapless's own statements (its tables, positions, stops, verify's
+// comparisons) must read and commit the same, the source's run as the
+// source ran them, and nothing of gapless be bound where a replica's
+// thread is not.
 package e2e
 
 import (
@@ -104,4 +107,28 @@ func TestTargetWithAutocommitOff(t *testing.T) {
 	if st = gapless(t, nil, "status", "--target", sb.TargetURL); !strings.Contains(st.stdout, "no gapless position") {
 		t.Errorf("after reset, gapless status still shows a position:\n%s%s", st.stdout, st.stderr)
 	}
+}
+
+// A target whose global max_statement_time is short, as some servers bound
+// their clients' runaway queries: a replica's thread is not bound by it,
+// and gapless's statements (a large statement of the source, a DDL) must
+// not be either.
+func TestTargetWithShortMaxStatementTime(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE big",
+		"CREATE TABLE big.t (id INT PRIMARY KEY, v INT, pad CHAR(100)) ENGINE=InnoDB",
+		"INSERT INTO big.t SELECT seq, seq, REPEAT('x', 100) FROM seq.seq_1_to_200000")
+	relay := filepath.Join(t.TempDir(), "relay")
+	replicateUntilCaughtUp(t, sb, relay)
+	mustExec(t, sb.Target, "SET GLOBAL max_statement_time = 0.2")
+	t.Cleanup(func() { mustExec(t, sb.Target, "SET GLOBAL max_statement_time = 0") })
+	mustExec(t, sb.Primary,
+		"SET SESSION binlog_format = MIXED",
+		"UPDATE big.t SET v = v + 1, pad = REPEAT('y', 100)",
+		"ALTER TABLE big.t ADD COLUMN w INT NOT NULL DEFAULT 3, FORCE",
+		"SET SESSION binlog_format = ROW",
+		"UPDATE big.t SET v = v * 2 WHERE id % 3 = 0")
+	replicateUntilCaughtUp(t, sb, relay)
+	requireEqual(t, sb)
 }

@@ -169,10 +169,13 @@ func (s *Session) prepare() error {
 	// history was to be kept; MariaDB's replica applies it so too, whatever
 	// the target's default (ERROR refuses it: 4119).
 	setup += ", @@session.system_versioning_alter_history=KEEP"
-	// A replica's thread is never timed out; a session of gapless idle
+	// A replica's thread is never timed out: a session of gapless idle
 	// longer than the target's wait_timeout (a quiet source) would be cut,
 	// and the source's temporary tables it holds with it.
 	setup += ", @@session.wait_timeout=31536000"
+	// Nor is it bound by max_statement_time, which would interrupt a
+	// large statement or DDL of the source for good (1969).
+	setup += ", @@session.max_statement_time=0"
 	if s.opts.WriteBinlog {
 		// The target would annotate the row events it logs with the text of
 		// the statement that made them: here the BINLOG statement, the
