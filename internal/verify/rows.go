@@ -23,10 +23,12 @@ type rowDiff struct {
 	first                  string // "" when every row matches
 }
 
-func (c *comparer) compareRows(ctx context.Context, name tableName, src, tgt *snapshot, srcShape, tgtShape tableShape) (rowDiff, error) {
+// compareRows compares the rows of name on the source with those of
+// onTarget, the same table as the target names it.
+func (c *comparer) compareRows(ctx context.Context, name, onTarget tableName, src, tgt *snapshot, srcShape, tgtShape tableShape) (rowDiff, error) {
 	sc := newCursor(src, name, srcShape, c.chunkRows)
 	defer sc.close()
-	tc := newCursor(tgt, name, tgtShape, c.chunkRows)
+	tc := newCursor(tgt, onTarget, tgtShape, c.chunkRows)
 	defer tc.close()
 	progressEvery := int64(max(c.chunkRows, 100000))
 	var matched int64

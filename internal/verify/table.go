@@ -20,10 +20,34 @@ type comparer struct {
 	source, target *sql.DB
 	chunkRows      int
 	progress       func(string)
+	// foldNames: a server folds table names to lower case
+	// (lower_case_table_names), so names match whatever their case.
+	foldNames bool
+}
+
+// quotedToken is a string literal or a backquoted name in SHOW CREATE
+// TABLE's output (a literal first, so that a backquote inside one is not
+// taken for a name's).
+var quotedToken = regexp.MustCompile("'(?:[^'\\\\]|\\\\.|'')*'|`(?:[^`]|``)*`")
+
+// lowerIdentifiers lowers the case of every backquoted name in a
+// definition (the table's, its columns', its keys' and the tables its
+// foreign keys name), leaving literals as they are.
+func lowerIdentifiers(def string) string {
+	return quotedToken.ReplaceAllStringFunc(def, func(tok string) string {
+		if tok[0] == '`' {
+			return strings.ToLower(tok)
+		}
+		return tok
+	})
 }
 
 func (c *comparer) compareTable(ctx context.Context, t *TableResult) error {
 	name := tableName{t.Schema, t.Table}
+	onTarget := t.onTarget
+	if onTarget == (tableName{}) {
+		onTarget = name
+	}
 	src, err := openSnapshot(ctx, c.source, "source")
 	if err != nil {
 		return err
@@ -40,7 +64,7 @@ func (c *comparer) compareTable(ctx context.Context, t *TableResult) error {
 	if err != nil {
 		return err
 	}
-	tgtSum, err := tgt.checksum(ctx, name)
+	tgtSum, err := tgt.checksum(ctx, onTarget)
 	if err != nil {
 		return err
 	}
@@ -54,7 +78,7 @@ func (c *comparer) compareTable(ctx context.Context, t *TableResult) error {
 	if err != nil {
 		return err
 	}
-	tgtDef, err := tgt.definition(ctx, name)
+	tgtDef, err := tgt.definition(ctx, onTarget)
 	if err != nil {
 		return err
 	}
@@ -62,11 +86,15 @@ func (c *comparer) compareTable(ctx context.Context, t *TableResult) error {
 	if err != nil {
 		return err
 	}
-	tgtShape, err := tgt.shape(ctx, name)
+	tgtShape, err := tgt.shape(ctx, onTarget)
 	if err != nil {
 		return err
 	}
 
+	if c.foldNames {
+		// Names differ in case only where a server folds them.
+		srcDef, tgtDef = lowerIdentifiers(srcDef), lowerIdentifiers(tgtDef)
+	}
 	if srcDef != tgtDef {
 		t.Status = StatusDifferent
 		t.Detail = "definition differs"
@@ -76,11 +104,11 @@ func (c *comparer) compareTable(ctx context.Context, t *TableResult) error {
 			if t.SourceRows, err = src.countRows(ctx, name); err != nil {
 				return err
 			}
-			t.TargetRows, err = tgt.countRows(ctx, name)
+			t.TargetRows, err = tgt.countRows(ctx, onTarget)
 			return err
 		}
 		c.progress(fmt.Sprintf("%s: definition differs, comparing rows", name))
-		diff, err := c.compareRows(ctx, name, src, tgt, srcShape, aligned)
+		diff, err := c.compareRows(ctx, name, onTarget, src, tgt, srcShape, aligned)
 		if err != nil {
 			return err
 		}
@@ -95,7 +123,7 @@ func (c *comparer) compareTable(ctx context.Context, t *TableResult) error {
 
 	c.progress(fmt.Sprintf("%s: checksums differ, comparing rows", name))
 	aligned, _ := alignColumns(srcShape, tgtShape)
-	diff, err := c.compareRows(ctx, name, src, tgt, srcShape, aligned)
+	diff, err := c.compareRows(ctx, name, onTarget, src, tgt, srcShape, aligned)
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,9 @@ type TableResult struct {
 	// which is always the case for StatusDifferent.
 	SourceRows, TargetRows int64
 	Detail                 string
+	// onTarget is the table as the target names it, when that differs in
+	// case (a server that folds names: lower_case_table_names).
+	onTarget tableName
 }
 
 // Name is schema.table.
@@ -110,16 +113,34 @@ func Compare(ctx context.Context, source, target *sql.DB, opts Options) (Report,
 		return Report{}, fmt.Errorf("target: listing tables: %w", err)
 	}
 
+	fold, err := foldsNames(ctx, source, target)
+	if err != nil {
+		return Report{}, err
+	}
+	key := func(n tableName) tableName {
+		if fold {
+			return tableName{strings.ToLower(n.schema), strings.ToLower(n.table)}
+		}
+		return n
+	}
+	onTarget := make(map[tableName]tableName, len(targetTables))
+	for name := range targetTables {
+		onTarget[key(name)] = name
+	}
+	onSource := make(map[tableName]bool, len(sourceTables))
 	var report Report
 	for name := range sourceTables {
+		onSource[key(name)] = true
 		r := TableResult{Schema: name.schema, Table: name.table}
-		if !targetTables[name] {
+		if t, ok := onTarget[key(name)]; !ok {
 			r.Status = StatusMissing
+		} else if t != name {
+			r.onTarget = t
 		}
 		report.Tables = append(report.Tables, r)
 	}
 	for name := range targetTables {
-		if !sourceTables[name] {
+		if !onSource[key(name)] {
 			report.Tables = append(report.Tables, TableResult{Schema: name.schema, Table: name.table, Status: StatusExtra})
 		}
 	}
@@ -137,7 +158,7 @@ func Compare(ctx context.Context, source, target *sql.DB, opts Options) (Report,
 		}
 	}
 
-	c := &comparer{source: source, target: target, chunkRows: opts.ChunkRows, progress: progress}
+	c := &comparer{source: source, target: target, chunkRows: opts.ChunkRows, progress: progress, foldNames: fold}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	jobs := make(chan int)
@@ -166,6 +187,22 @@ feed:
 		return Report{}, err
 	}
 	return report, nil
+}
+
+// foldsNames reports whether either server folds table names to lower case
+// (lower_case_table_names 1 or 2): a source's Shop.Orders is then shop.orders
+// on a target that does, as MariaDB's replica makes it.
+func foldsNames(ctx context.Context, source, target *sql.DB) (bool, error) {
+	for side, db := range map[string]*sql.DB{"source": source, "target": target} {
+		var lower int
+		if err := db.QueryRowContext(ctx, "SELECT @@lower_case_table_names").Scan(&lower); err != nil {
+			return false, fmt.Errorf("%s: reading lower_case_table_names: %w", side, err)
+		}
+		if lower != 0 {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 type tableName struct{ schema, table string }

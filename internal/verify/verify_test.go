@@ -355,7 +355,7 @@ func TestRowComparisonOfIdenticalTables(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		diff, err := c.compareRows(ctx, name, src, tgt, shape, shape)
+		diff, err := c.compareRows(ctx, name, name, src, tgt, shape, shape)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 		} else if diff.first != "" || diff.sourceRows != want || diff.targetRows != want {
@@ -363,5 +363,13 @@ func TestRowComparisonOfIdenticalTables(t *testing.T) {
 		}
 		src.release()
 		tgt.release()
+	}
+}
+
+func TestLowerIdentifiers(t *testing.T) {
+	def := "CREATE TABLE `Orders` (\n  `Id` int(11) NOT NULL,\n  `Note` varchar(10) DEFAULT 'Ab`c',\n  CONSTRAINT `Items_ibfk_1` FOREIGN KEY (`OrderId`) REFERENCES `Orders` (`Id`)\n)"
+	want := "CREATE TABLE `orders` (\n  `id` int(11) NOT NULL,\n  `note` varchar(10) DEFAULT 'Ab`c',\n  CONSTRAINT `items_ibfk_1` FOREIGN KEY (`orderid`) REFERENCES `orders` (`id`)\n)"
+	if got := lowerIdentifiers(def); got != want {
+		t.Errorf("lowerIdentifiers:\n%s\nwant\n%s", got, want)
 	}
 }
