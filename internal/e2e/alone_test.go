@@ -993,7 +993,9 @@ func TestXACommitKilledBeforeItsPosition(t *testing.T) {
 func TestShortWaitTimeoutOnTheTarget(t *testing.T) {
 	sb := upSandbox(t)
 	mustExec(t, sb.Target, "SET GLOBAL wait_timeout = 2", "SET GLOBAL interactive_timeout = 2")
-	t.Cleanup(func() { mustExec(t, sb.Target, "SET GLOBAL wait_timeout = DEFAULT", "SET GLOBAL interactive_timeout = DEFAULT") })
+	t.Cleanup(func() {
+		mustExec(t, sb.Target, "SET GLOBAL wait_timeout = DEFAULT", "SET GLOBAL interactive_timeout = DEFAULT")
+	})
 	mustExec(t, sb.Primary, "CREATE DATABASE quiet", "CREATE TABLE quiet.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB", "INSERT INTO quiet.t VALUES (0, 0)")
 	cmd, stderr, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, filepath.Join(t.TempDir(), "relay"), "--workers", "4")...)
 	waitApplied(t, sb, primaryPosition(t, sb), 60*time.Second, stderr)

@@ -15,7 +15,8 @@ import (
 // SQLMode is the sql_mode gapless gives the connections that run its own
 // statements alone (MariaDB's default, quoted): the server's global
 // sql_mode may be another, and under EMPTY_STRING_IS_NULL or ORACLE, as
-// servers migrated from Oracle run, '' is NULL and DEFAULT '' refused.
+// servers migrated from Oracle run, an empty string literal is NULL and a
+// NOT NULL column's empty default refused.
 const SQLMode = "'STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION'"
 
 // Literal quotes s, text in UTF-8, as a string literal that carries its
