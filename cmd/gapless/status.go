@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"gapless/internal/checkpoint"
 	"gapless/internal/dburl"
+	"gapless/internal/gtid"
 )
 
 func newStatusCmd() *cobra.Command {
@@ -44,7 +46,13 @@ type streamStatus struct {
 	Workers    []workerStatus `json:"workers,omitempty"` // while running
 	LastError  *stopStatus    `json:"last_error,omitempty"`
 	Rows       []positionRow  `json:"rows,omitempty"` // with --verbose
-	workersAge time.Duration  // since the workers were reported
+	// HandOver is the gtid_slave_pos from which MariaDB's own replica
+	// would go on where gapless stopped (README, "Back to MariaDB's
+	// replica"); absent while gapless runs or when no such position is
+	// exact, and then HandOverNot says why.
+	HandOver    string        `json:"mariadb_replica_from,omitempty"`
+	HandOverNot string        `json:"mariadb_replica_not,omitempty"`
+	workersAge  time.Duration // since the workers were reported
 }
 
 type lastCommit struct {
@@ -103,6 +111,9 @@ func runStatus(ctx context.Context, target *serverFlags, only string, verbose, a
 		st, err := readStreamStatus(ctx, checkpoint.ForStream(db, name), checkpoint.Holder(ctx, db, name), verbose)
 		if err != nil {
 			return err
+		}
+		if !st.Running {
+			st.HandOver, st.HandOverNot = handOver(ctx, db, checkpoint.ForStream(db, name))
 		}
 		out = append(out, st)
 	}
@@ -172,6 +183,40 @@ func readStreamStatus(ctx context.Context, store *checkpoint.Store, holder strin
 	return st, nil
 }
 
+// handOver is the gtid_slave_pos from which MariaDB's replica goes on
+// where the stream stopped: its position, and, for the target's binlog's
+// other domains (gapless's own tables in 2147483647, writes of the
+// target's own), where the binlog is, as gtid_strict_mode requires of a
+// gtid_slave_pos (1948). None when groups were applied past the position
+// (a causal run that did not stop cleanly): MariaDB's replica would apply
+// them again.
+func handOver(ctx context.Context, db *sql.DB, store *checkpoint.Store) (pos, not string) {
+	applied, err := store.Applied(ctx)
+	switch {
+	case err != nil:
+		return "", err.Error()
+	case applied.Position.IsEmpty():
+		return "", "no position"
+	case len(applied.Extra) > 0:
+		return "", "groups past the position are applied too (a causal run that did not stop cleanly): run gapless again to a clean stop first"
+	}
+	var text string
+	if err := db.QueryRowContext(ctx, "SELECT @@global.gtid_binlog_pos").Scan(&text); err != nil {
+		return "", "reading the target's @@gtid_binlog_pos: " + err.Error()
+	}
+	binlogged, err := gtid.ParseMariaDBPosition(text)
+	if err != nil {
+		return "", "the target's @@gtid_binlog_pos: " + err.Error()
+	}
+	from := applied.Position.Clone()
+	for _, g := range binlogged.GTIDs() {
+		if _, ok := from.Get(g.Domain); !ok {
+			from.Advance(g)
+		}
+	}
+	return from.String(), ""
+}
+
 func printStreamStatus(st streamStatus) {
 	running := "not running"
 	switch {
@@ -205,5 +250,11 @@ func printStreamStatus(st streamStatus) {
 	}
 	for _, r := range st.Rows {
 		fmt.Printf("  domain %d slot %d  %s\n", r.Domain, r.Slot, r.GTID)
+	}
+	switch {
+	case st.HandOver != "":
+		fmt.Printf("  MariaDB's replica would go on from  %s\n    (SET GLOBAL gtid_slave_pos='%s'; CHANGE MASTER TO ..., MASTER_USE_GTID=slave_pos; START SLAVE)\n", st.HandOver, st.HandOver)
+	case st.HandOverNot != "" && st.Position != "":
+		fmt.Printf("  MariaDB's replica: %s\n", st.HandOverNot)
 	}
 }

@@ -7,8 +7,10 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -246,4 +248,53 @@ func TestTargetWhoseOwnReplicaRunsFromAnotherServer(t *testing.T) {
 	// The source's database equals the primary's; the other server's is
 	// the target's own business.
 	requireEqualTables(t, sb, "w")
+}
+
+// The way back: gapless stopped, the target becomes a MariaDB replica of
+// the source again from gapless's position (README, "Back to MariaDB's
+// replica"), with the target's binlog written by gapless or not; it goes
+// on with no transaction lost or applied twice.
+func TestBackToMariaDBsReplica(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		flags []string
+	}{{"target-binlog", nil}, {"no-target-binlog", []string{"--no-target-binlog"}}} {
+		t.Run(c.name, func(t *testing.T) {
+			sb := upSandbox(t)
+			smallWorkload(t, sb, 400, 111)
+			cmd, stderr, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, filepath.Join(t.TempDir(), "relay"), append([]string{"--workers", "8"}, c.flags...)...)...)
+			waitApplied(t, sb, primaryPosition(t, sb), 60*time.Second, stderr)
+			// Stopped amid a load, not caught up.
+			load := make(chan struct{})
+			go func() { defer close(load); smallWorkload(t, sb, 600, 112) }()
+			time.Sleep(300 * time.Millisecond)
+			stopAndRequireExit0(t, cmd.Process.Pid, wait)
+			<-load
+			ctx := context.Background()
+			pos, err := appliedPosition(ctx, sb)
+			if err != nil || pos.IsEmpty() {
+				t.Fatalf("gapless's position: %q, %v", pos.String(), err)
+			}
+			change := fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos",
+				sb.Primary.Port, sandbox.ReplUser, sandbox.ReplPassword)
+			// gapless status says where MariaDB's replica goes on from:
+			// gapless's position, and the target binlog's other domains
+			// (gapless's own tables), which gtid_slave_pos must name (1948).
+			st := gapless(t, nil, "status", "--target", sb.TargetURL, "--json")
+			m := regexp.MustCompile(`"mariadb_replica_from":\s*"([^"]+)"`).FindStringSubmatch(st.stdout)
+			if st.code != 0 || m == nil {
+				t.Fatalf("gapless status exited %d without mariadb_replica_from:\n%s%s", st.code, st.stdout, st.stderr)
+			}
+			slavePos := m[1]
+			if !strings.HasPrefix(slavePos, pos.String()) {
+				t.Errorf("mariadb_replica_from %s does not begin with gapless's position %s", slavePos, pos)
+			}
+			t.Logf("gtid_slave_pos %s (gapless's position %s)", slavePos, pos)
+			mustExec(t, sb.Target, "SET GLOBAL gtid_slave_pos='"+slavePos+"'", change, "START SLAVE")
+			t.Cleanup(func() { mustExec(t, sb.Target, "STOP SLAVE", "RESET SLAVE ALL") })
+			smallWorkload(t, sb, 300, 113)
+			waitReplicaAt(t, sb.Target, binlogPos(t, sb.Primary))
+			requireEqualTables(t, sb)
+		})
+	}
 }
