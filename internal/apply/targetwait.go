@@ -82,6 +82,7 @@ func (r *Replica) probeTargetWaits() func() {
 		tick := time.NewTicker(waitProbeEvery)
 		defer tick.Stop()
 		var logged *TargetWait
+		quiet := 0 // probes in a row that found no wait
 		for {
 			select {
 			case <-ctx.Done():
@@ -91,11 +92,18 @@ func (r *Replica) probeTargetWaits() func() {
 			}
 			w := r.probeTargetWait(ctx)
 			r.targetWait.Store(w)
+			if w == nil {
+				quiet++
+			} else {
+				quiet = 0
+			}
 			switch {
 			case w != nil && time.Since(w.Since) >= waitLogAfter && (logged == nil || logged.What != w.What):
 				r.log.Warn("the target holds the workers back: " + w.Text)
 				logged = w
-			case w == nil && logged != nil:
+			case quiet >= 2 && logged != nil:
+				// Two probes, so that a job's retry after a lock wait
+				// timeout is not taken for the end of the wait.
 				r.log.Warn("the target released the workers", "after", time.Since(logged.Since).Round(time.Second).String())
 				logged = nil
 			}
