@@ -37,6 +37,9 @@ func formatProgress(p apply.Progress, until *gtid.MariaDBPosition, now time.Time
 		line += fmt.Sprintf("behind %d txns, %.1f s", p.Behind, p.LagSeconds)
 	}
 	line += "  position " + emptyAsNone(p.Position.String())
+	if !p.RelayFullSince.IsZero() {
+		line += "  relay folder full since " + since(p.RelayFullSince, now) + ", receiving waits for space"
+	}
 	if !p.TargetDownSince.IsZero() {
 		// The workers are retrying, not applying.
 		line += "  target unreachable since " + since(p.TargetDownSince, now)

@@ -101,6 +101,9 @@ type Progress struct {
 	// SourceDownSince and TargetDownSince are when the source or the target
 	// stopped answering, while they do not; zero while they answer.
 	SourceDownSince, TargetDownSince time.Time
+	// RelayFullSince is when the relay folder's filesystem became full,
+	// while receiving waits for space; zero otherwise.
+	RelayFullSince time.Time
 	// TargetWait is what the target makes the workers wait for, nil when
 	// it tells of nothing.
 	TargetWait *TargetWait
@@ -949,6 +952,7 @@ func (r *Replica) reportProgress(relay *binlog.RelayLog) func() {
 				p.SourceConnected = r.receiver != nil && r.receiver.Connected()
 				if r.receiver != nil {
 					p.SourceDownSince = r.receiver.DownSince()
+					p.RelayFullSince = r.receiver.RelayFullSince()
 				}
 				r.mu.Unlock()
 				if ns := r.targetDownSince.Load(); ns != 0 {

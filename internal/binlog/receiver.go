@@ -58,6 +58,11 @@ type Receiver struct {
 	// failed session since the last one that received an event; 0 while
 	// a dump runs or before the first attempt fails.
 	downSince atomic.Int64
+	// fullSince is when the relay folder's filesystem became full (Unix
+	// ns), while the receiver waits for space; 0 otherwise.
+	fullSince atomic.Int64
+	// fullLogged is when the log last said the folder is full (Run's alone).
+	fullLogged time.Time
 	// clockOffset is how far the local clock runs ahead of the source's
 	// (ns), measured at each connection (dump.go measureClock).
 	clockOffset atomic.Int64
@@ -136,12 +141,34 @@ func (e *streamError) Unwrap() error { return e.err }
 type relayError struct{ err error }
 
 func (e *relayError) Error() string {
-	if errors.Is(e.err, syscall.ENOSPC) || errors.Is(e.err, syscall.EDQUOT) {
+	if e.full() {
 		return e.err.Error() + "; the relay folder's filesystem is full: free space there (gapless removes applied segments as it goes; a smaller --relay-segment-size frees them sooner), or give a --relay-dir with room, then run again: what the target applied stays, and the rest is fetched again from the source"
 	}
 	return e.err.Error()
 }
 func (e *relayError) Unwrap() error { return e.err }
+
+// full reports whether the write failed for want of space.
+func (e *relayError) full() bool {
+	return errors.Is(e.err, syscall.ENOSPC) || errors.Is(e.err, syscall.EDQUOT)
+}
+
+const (
+	// relayFullRetry is how often the receiver tries again while the
+	// relay folder's filesystem is full.
+	relayFullRetry = 5 * time.Second
+	// relayFullLogEvery is how often at most the log says it is full.
+	relayFullLogEvery = time.Minute
+)
+
+// RelayFullSince is when the relay folder's filesystem became full, while
+// the receiver waits for space; the zero time otherwise.
+func (r *Receiver) RelayFullSince() time.Time {
+	if ns := r.fullSince.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
 
 // Run receives until ctx ends or the source refuses to serve; it returns nil when ctx ends.
 // A lost connection is logged once as a warning; the attempts to reconnect
@@ -159,6 +186,23 @@ func (r *Receiver) Run(ctx context.Context) error {
 		var se *SourceError
 		var re *relayError
 		var st *streamError
+		if errors.As(err, &re) && re.full() && r.relay.Usable() == nil {
+			// As MariaDB's IO thread does: wait for space, which the
+			// workers free too as they apply (applied segments go).
+			if r.fullSince.CompareAndSwap(0, time.Now().UnixNano()) && time.Since(r.fullLogged) >= relayFullLogEvery {
+				// Once a minute at most: a folder on the edge fills and
+				// empties (applied segments go) every few seconds.
+				r.fullLogged = time.Now()
+				r.cfg.Logger.Warn("the relay folder's filesystem is full; receiving waits for space, applying goes on with what was received (gapless removes applied segments; free space there, or stop and give a --relay-dir with room)",
+					"error", re.err.Error())
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(relayFullRetry):
+			}
+			continue
+		}
 		if errors.As(err, &se) || errors.As(err, &re) || errors.As(err, &st) {
 			return err
 		}
@@ -285,6 +329,9 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 			}
 			r.received.Add(1)
 			r.lastSource.Store(int64(ev.Header.Timestamp))
+			if since := r.fullSince.Swap(0); since != 0 && time.Unix(0, since).Sub(r.fullLogged) < relayFullRetry {
+				r.cfg.Logger.Warn("the relay folder has room again; receiving goes on", "waited", time.Since(time.Unix(0, since)).Round(time.Second).String())
+			}
 		}
 	}
 }

@@ -130,6 +130,9 @@ type RelayLog struct {
 	// complete group ends, on disk or in buf.
 	written, whole int64
 	open           bool
+	// unusable is why appending may not go on: a failed write that could
+	// not be cut off the segment, or a rotation that failed.
+	unusable error
 	// control: buf ends with an event between groups (AddControl), to be
 	// read once written.
 	control bool
@@ -728,41 +731,56 @@ func appendWithChecksum(buf, ev []byte) []byte {
 	return binary.LittleEndian.AppendUint32(buf, crc32.ChecksumIEEE(buf[at:]))
 }
 
+// rotateLocked opens the next segment and seals the active one, if any,
+// with a rotate event to it. The next is made whole before the active one
+// is sealed, so that a write that fails (a full filesystem) leaves the
+// relay log as it was, the new file removed: appending goes on once there
+// is room. Only a sync that fails leaves it unusable.
 func (l *RelayLog) rotateLocked(format []byte) error {
 	next := 1
 	if n := len(l.segments); n > 0 {
 		next = l.segments[n-1].number + 1
 	}
 	path := segmentPath(l.opts.Dir, next)
-	if l.active != nil {
-		rot := encodeRotate(path, uint32(l.activeSize), l.checksum)
-		if _, err := l.active.Write(rot); err != nil {
-			return fmt.Errorf("relay log: seal segment: %w", err)
-		}
-		if err := l.active.Sync(); err != nil {
-			return fmt.Errorf("relay log: sync segment: %w", err)
-		}
-		l.active.Close()
-		l.active = nil
-		l.activeSize += int64(len(rot))
-	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("relay log: new segment: %w", err)
 	}
-	l.format = withCRC32(format)
-	l.checksum = true
-	head := append(append([]byte(nil), binlogMagic...), l.format...)
-	head = append(head, encodeGTIDList(l.end, uint32(len(head)), l.checksum)...)
+	withSum := withCRC32(format)
+	head := append(append([]byte(nil), binlogMagic...), withSum...)
+	head = append(head, encodeGTIDList(l.end, uint32(len(head)), true)...)
 	if _, err := f.Write(head); err != nil {
 		f.Close()
+		os.Remove(path)
 		return fmt.Errorf("relay log: new segment: %w", err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
+		os.Remove(path)
 		return fmt.Errorf("relay log: new segment: %w", err)
 	}
+	if l.active != nil {
+		rot := encodeRotate(path, uint32(l.activeSize), l.checksum)
+		if _, err := l.active.Write(rot); err != nil {
+			f.Close()
+			os.Remove(path)
+			err = fmt.Errorf("relay log: seal segment: %w", err)
+			if cutErr := l.cutBackLocked(); cutErr != nil {
+				err = errors.Join(err, cutErr)
+			}
+			return err
+		}
+		if err := l.active.Sync(); err != nil {
+			f.Close()
+			l.unusable = fmt.Errorf("relay log: sync segment: %w", err)
+			return l.unusable
+		}
+		l.active.Close()
+		l.activeSize += int64(len(rot))
+	}
 	syncDir(l.opts.Dir)
+	l.format = withSum
+	l.checksum = true
 	l.active = f
 	l.activeSize = int64(len(head))
 	l.written, l.whole = l.activeSize, l.activeSize
@@ -911,8 +929,12 @@ func (l *RelayLog) Flush() error {
 	ids, control := l.buffered, l.control
 	l.buffered, l.control = l.buffered[:0], false
 	if err != nil {
+		err = fmt.Errorf("relay log: %w", err) // the error names the write and the segment
+		if cutErr := l.cutBackLocked(); cutErr != nil {
+			err = errors.Join(err, cutErr)
+		}
 		l.mu.Unlock()
-		return fmt.Errorf("relay log: %w", err) // the error names the write and the segment
+		return err
 	}
 	if len(ids) == 0 && !control {
 		// Only the first events of a large group: nothing new to read.
@@ -942,6 +964,35 @@ func (l *RelayLog) Flush() error {
 		}
 	}
 	return nil
+}
+
+// cutBackLocked undoes a write that failed (a full filesystem): the active
+// segment is cut back to its last whole group, which readers have, and the
+// groups the write was to complete are dropped with the open one, so that
+// a session of the receiver after it fetches them again and appends where
+// the relay log ends. A segment that cannot be cut back leaves the relay
+// log unusable (Usable).
+func (l *RelayLog) cutBackLocked() error {
+	l.open = false
+	l.buf = l.buf[:0]
+	l.written, l.whole = l.activeSize, l.activeSize
+	err := l.active.Truncate(l.activeSize)
+	if err == nil {
+		_, err = l.active.Seek(l.activeSize, io.SeekStart)
+	}
+	if err != nil {
+		l.unusable = fmt.Errorf("relay log: cut a failed write off %s: %w", l.segments[len(l.segments)-1].path, err)
+		return l.unusable
+	}
+	return nil
+}
+
+// Usable is nil while a write that failed has left the relay log whole,
+// so that appending may go on once the cause is gone (space freed).
+func (l *RelayLog) Usable() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.unusable
 }
 
 // Close writes what is buffered, syncs and closes the active segment.
