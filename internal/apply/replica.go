@@ -346,17 +346,19 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 
 	pipeCtx, cancelPipe := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelPipe()
-	receiver := binlog.NewReceiver(r.cfg.Receiver, relay)
+	skip := make(map[gtid.MariaDBGTID]bool, len(r.cfg.Skip))
+	for _, g := range r.cfg.Skip {
+		skip[g] = true
+	}
+	recvCfg := r.cfg.Receiver
+	recvCfg.Skip = func(g gtid.MariaDBGTID) bool { return skip[g] }
+	receiver := binlog.NewReceiver(recvCfg, relay)
 	r.mu.Lock()
 	r.receiver = receiver
 	r.mu.Unlock()
 	r.clock.Store(receiver)
 	recvErr := make(chan error, 1)
 	go func() { recvErr <- receiver.Run(pipeCtx) }()
-	skip := make(map[gtid.MariaDBGTID]bool, len(r.cfg.Skip))
-	for _, g := range r.cfg.Skip {
-		skip[g] = true
-	}
 	// Groups past a gap that a run before applied come out of the decoder
 	// and pass like filtered ones (marked AppliedAhead below), so that the
 	// position, and --until, pass them.
@@ -450,6 +452,10 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		grace     <-chan time.Time // a stop's grace for the batches in flight
 	)
 	received := recvErr // nil once the receiver has ended
+	// drainErr is the receiver's end that waits for what it received to be
+	// applied (binlog.SourceError.Drain); drainTo is then the relay log's end.
+	var drainErr error
+	var drainTo gtid.MariaDBPosition
 	queue := (<-chan *binlog.Transaction)(txns)
 	// dispatch hands txn (and what gather batches behind it) to an idle
 	// worker, or passes it when the filters left nothing of it.
@@ -588,7 +594,17 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			r.interruptBatches()
 		case err := <-received:
 			received = nil
-			if !stopping {
+			var se *binlog.SourceError
+			switch {
+			case stopping:
+			case errors.As(err, &se) && se.Drain:
+				// What was received before it is applied first (as
+				// MariaDB's SQL thread goes on after its IO thread stops).
+				drainTo, drainErr = relay.End(), err
+				if r.currentPosition().Covers(drainTo) {
+					stopping, runErr = true, err
+				}
+			default:
 				stopping, runErr = true, err
 				r.clog.drop(r.highestStarted())
 			}
@@ -626,6 +642,9 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 				relay.Purge(r.currentPosition())
 				if !stopping && r.untilReached() {
 					stopping, reason = true, "until reached"
+				}
+				if !stopping && drainErr != nil && r.currentPosition().Covers(drainTo) {
+					stopping, runErr = true, drainErr
 				}
 			}
 			switch {

@@ -44,6 +44,10 @@ type ReceiverConfig struct {
 	// timeout); 0: the binlog library's 10 s.
 	DialTimeout time.Duration
 	Logger      *slog.Logger
+	// Skip names the groups the user passes (--skip-gtid): one whose
+	// sequence number goes back in its domain (outOfOrder) is left out of
+	// the relay log instead of stopping the run. nil: none.
+	Skip func(gtid.MariaDBGTID) bool
 }
 
 // Receiver copies the source's binlog into a relay log.
@@ -106,6 +110,9 @@ type SourceError struct {
 	Message string // the source's error text
 	Problem string // what is wrong, in gapless's words; "" to show the source's text alone
 	Hint    string // what to do about it
+	// Drain: the groups received before it are applied before the run
+	// stops (the stop is at a point of the source's binlog).
+	Drain bool
 }
 
 func (e *SourceError) Error() string {
@@ -255,6 +262,8 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 		cutter  = newCutter()
 		groups  groupTracker
 		current gtid.MariaDBGTID
+		// dropping: the open group is left out (goesBack, --skip-gtid).
+		dropping bool
 	)
 	for {
 		ev, err := d.next()
@@ -316,11 +325,25 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 		case cutInside:
 			if g, ok := ev.Event.(*replication.MariadbGTIDEvent); ok {
 				current = mariaDBGTID(g)
+				if last, back := r.goesBack(current); back {
+					if r.cfg.Skip == nil || !r.cfg.Skip(current) {
+						return outOfOrder(current, last)
+					}
+					r.cfg.Logger.Warn("leaving out, as --skip-gtid says, a group whose sequence number goes back in its domain", "gtid", current.String(), "after", last.String())
+					dropping = true
+				}
+			}
+			if dropping {
+				continue
 			}
 			if err := r.relay.AddEvent(ev.RawData); err != nil {
 				return &relayError{err}
 			}
 		case cutComplete:
+			if dropping {
+				dropping = false
+				continue
+			}
 			if err := r.relay.AddEvent(ev.RawData); err != nil {
 				return &relayError{err}
 			}
@@ -333,6 +356,31 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 				r.cfg.Logger.Warn("the relay folder has room again; receiving goes on", "waited", time.Since(time.Unix(0, since)).Round(time.Second).String())
 			}
 		}
+	}
+}
+
+// goesBack reports whether g's sequence number is not past the last group
+// the relay log holds of its domain: the source's binlog goes back there
+// (returned as last). A MariaDB source in gtid_strict_mode=OFF, its
+// default, writes such a group when a session sets gtid_seq_no (as
+// mariadb-binlog's output replayed into it does) or when two servers write
+// one domain.
+func (r *Receiver) goesBack(g gtid.MariaDBGTID) (last gtid.MariaDBGTID, back bool) {
+	last, ok := r.relay.End().Get(g.Domain)
+	return last, ok && g.Seq <= last.Seq
+}
+
+// outOfOrder is the stop for a group whose sequence number goes back in
+// its domain. gapless keeps one position per domain, as a MariaDB replica
+// in gtid_strict_mode does: it would take such a group for one applied
+// already and pass it (silently, before this check), and a position that
+// named it would be ambiguous to the source on the next connection.
+func outOfOrder(g, last gtid.MariaDBGTID) error {
+	return &SourceError{
+		Problem: fmt.Sprintf("the source's binlog holds %s after %s: its sequence numbers go back in GTID domain %d (the source runs with gtid_strict_mode=OFF, its default, and a session set gtid_seq_no, as mariadb-binlog's output replayed into it does, or two servers write the domain); "+
+			"gapless keeps one position per domain, as a MariaDB replica in gtid_strict_mode does, and cannot place such a group: nothing of it is applied, everything before it is", g, last, g.Domain),
+		Hint:  fmt.Sprintf("apply its changes on the target by hand (with SET SESSION sql_log_bin=0) and replicate with --skip-gtid %s, or re-seed the target; SET GLOBAL gtid_strict_mode=ON on the source refuses such groups there", g),
+		Drain: true,
 	}
 }
 
