@@ -82,6 +82,97 @@ func (r *Receiver) openDump(ctx context.Context, from gtid.MariaDBPosition) (d *
 	return d, true, nil
 }
 
+// backCheckEvery is how long the dump may bring no group before the
+// receiver asks the source, on a connection of its own, whether its binlog
+// went back (wentBack).
+const backCheckEvery = 10 * time.Second
+
+// watchBack asks the source every backCheckEvery, while the dump brings no
+// group, whether its binlog went back behind what the relay log holds, and
+// then closes the dump (d) with the reason kept in back: a RESET MASTER on
+// the source leaves the dump connected and silent, and the source writes
+// its new groups where the dump does not read.
+func (r *Receiver) watchBack(ctx context.Context, d *dumpStream, back *atomic.Pointer[SourceError]) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(backCheckEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if time.Since(time.Unix(0, r.lastGroupAt.Load())) < backCheckEvery {
+				continue
+			}
+			if err := r.wentBack(ctx); err != nil {
+				back.Store(err)
+				d.conn.Close()
+				return
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// wentBack reads the source's @@gtid_binlog_pos and returns the stop when
+// a domain of it is behind the relay log's end: the source's binlog was
+// reset (RESET MASTER) or the server was restored from an older backup,
+// and what it writes now reuses GTIDs gapless has. nil when it is not, or
+// when the source does not answer (the dump's own checks see to that).
+func (r *Receiver) wentBack(ctx context.Context) *SourceError {
+	timeout := 5 * time.Second
+	if r.cfg.DialTimeout > 0 {
+		timeout = min(timeout, r.cfg.DialTimeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	// The whole look has the deadline: a source that accepts and then
+	// says nothing (stopped) must not hold the session's end.
+	deadline := time.Now().Add(timeout)
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{Deadline: deadline}).DialContext(ctx, network, addr)
+		if err == nil {
+			conn.SetDeadline(deadline)
+		}
+		return conn, err
+	}
+	conn, err := client.ConnectWithDialer(ctx, "tcp", r.addr(), r.cfg.User, r.cfg.Password, "", dial,
+		func(c *client.Conn) error {
+			c.SetTLSConfig(r.cfg.TLS)
+			return nil
+		})
+	if err != nil {
+		return nil
+	}
+	defer conn.Close()
+	res, err := conn.Execute("SELECT @@gtid_binlog_pos")
+	if err != nil {
+		return nil
+	}
+	text, _ := res.GetString(0, 0)
+	written, err := gtid.ParseMariaDBPosition(text)
+	if err != nil {
+		return nil
+	}
+	received := r.relay.End()
+	for _, g := range received.GTIDs() {
+		now, ok := written.Get(g.Domain)
+		if !ok || now.Seq >= g.Seq {
+			continue
+		}
+		return &SourceError{
+			Problem: fmt.Sprintf("source %s went back: its binlog ends at %s in GTID domain %d, where gapless has received up to %s (RESET MASTER on the source, or the server restored from an older backup); what it writes now reuses GTIDs gapless has applied, and MariaDB's replica stops here too (1236)", r.addr(), now, g.Domain, g),
+			Hint:    "nothing it wrote since is applied, everything received before is; re-seed the target from the source, then gapless reset and replicate from the seed's position",
+			Drain:   true,
+		}
+	}
+	return nil
+}
+
 // measureClock reads the source's clock and keeps how far the local one runs
 // ahead of it (the middle of the round trip against the source's answer).
 // A source that does not answer keeps the offset measured before.

@@ -62,6 +62,8 @@ type Receiver struct {
 	// failed session since the last one that received an event; 0 while
 	// a dump runs or before the first attempt fails.
 	downSince atomic.Int64
+	// lastGroupAt is when the dump last brought a whole group (Unix ns).
+	lastGroupAt atomic.Int64
 	// fullSince is when the relay folder's filesystem became full (Unix
 	// ns), while the receiver waits for space; 0 otherwise.
 	fullSince atomic.Int64
@@ -257,6 +259,10 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 	}()
 	stopWatch := d.guard.watch(r.cfg.Heartbeat)
 	defer stopWatch()
+	var back atomic.Pointer[SourceError]
+	r.lastGroupAt.Store(time.Now().UnixNano())
+	stopBack := r.watchBack(ctx, d, &back)
+	defer stopBack()
 	var (
 		format  []byte
 		cutter  = newCutter()
@@ -270,6 +276,9 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 		if err != nil {
 			if ferr := d.guard.flushErr; ferr != nil {
 				return &relayError{ferr}
+			}
+			if b := back.Load(); b != nil {
+				return b
 			}
 			return r.classify(err, from, true)
 		}
@@ -352,6 +361,7 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 			}
 			r.received.Add(1)
 			r.lastSource.Store(int64(ev.Header.Timestamp))
+			r.lastGroupAt.Store(time.Now().UnixNano())
 			if since := r.fullSince.Swap(0); since != 0 && time.Unix(0, since).Sub(r.fullLogged) < relayFullRetry {
 				r.cfg.Logger.Warn("the relay folder has room again; receiving goes on", "waited", time.Since(time.Unix(0, since)).Round(time.Second).String())
 			}

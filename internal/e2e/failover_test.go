@@ -298,3 +298,33 @@ func TestBackToMariaDBsReplica(t *testing.T) {
 		})
 	}
 }
+
+// RESET MASTER on the source while gapless runs: the dump stays connected
+// and silent, and the source's new groups reuse GTIDs gapless has applied.
+// gapless sat there, caught up as far as it could tell, and never applied
+// them (silent). Now it asks the source, while the dump is quiet, whether
+// its binlog went back, and stops saying so.
+func TestSourceBinlogResetWhileRunning(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary, "CREATE DATABASE rm", "CREATE TABLE rm.t (id INT PRIMARY KEY) ENGINE=InnoDB", "INSERT INTO rm.t VALUES (1)", "INSERT INTO rm.t VALUES (2)")
+	cmd, stderr, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, filepath.Join(t.TempDir(), "relay"))...)
+	waitApplied(t, sb, primaryPosition(t, sb), 60*time.Second, stderr)
+	mustExec(t, sb.Primary, "RESET MASTER", "INSERT INTO rm.t VALUES (3)")
+	done := make(chan run, 1)
+	go func() { done <- wait() }()
+	var r run
+	select {
+	case r = <-done:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("gapless did not stop on a source whose binlog was reset:\n%s", stderr)
+	}
+	if r.code == 0 || !strings.Contains(r.stderr, "went back") || !strings.Contains(r.stderr, "RESET MASTER") {
+		t.Fatalf("exit %d, want a stop that says the source's binlog went back:\n%s", r.code, r.stderr)
+	}
+	var n int
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM rm.t").Scan(&n)
+	if n != 2 {
+		t.Errorf("the target holds %d rows, want the 2 written before the reset", n)
+	}
+}
