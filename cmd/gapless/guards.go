@@ -56,23 +56,24 @@ func readServerIdentity(ctx context.Context, db *sql.DB) (serverIdentity, error)
 // checkServers refuses a target that is the source, and a replica server id
 // that is the source's own (the source would take the dump for its own
 // replication loop, and MariaDB's replicas of it would skip the events).
-// It returns the source's identity, which the relay log records.
-func checkServers(ctx context.Context, source, target *sql.DB, serverID uint32) (serverIdentity, error) {
-	src, err := readServerIdentity(ctx, source)
+// It returns the source's identity, which the relay log records, and the
+// target's.
+func checkServers(ctx context.Context, source, target *sql.DB, serverID uint32) (src, tgt serverIdentity, err error) {
+	src, err = readServerIdentity(ctx, source)
 	if err != nil {
-		return src, fmt.Errorf("source: read its identity: %w", err)
+		return src, tgt, fmt.Errorf("source: read its identity: %w", err)
 	}
-	tgt, err := readServerIdentity(ctx, target)
+	tgt, err = readServerIdentity(ctx, target)
 	if err != nil {
-		return src, fmt.Errorf("target: read its identity: %w", err)
+		return src, tgt, fmt.Errorf("target: read its identity: %w", err)
 	}
 	if src.same(tgt) {
-		return src, fmt.Errorf("--target names the source itself (%s): gapless would write its schema and the source's own transactions into the primary; give the replica's URL", src)
+		return src, tgt, fmt.Errorf("--target names the source itself (%s): gapless would write its schema and the source's own transactions into the primary; give the replica's URL", src)
 	}
 	if serverID != 0 && serverID == src.serverID {
-		return src, fmt.Errorf("--server-id %d is the source's own @@server_id; choose another, or leave --server-id out", serverID)
+		return src, tgt, fmt.Errorf("--server-id %d is the source's own @@server_id; choose another, or leave --server-id out", serverID)
 	}
-	return src, nil
+	return src, tgt, nil
 }
 
 // checkTargetReplica refuses a target whose own MariaDB replica runs from

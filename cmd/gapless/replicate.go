@@ -243,7 +243,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		return fmt.Errorf("target: %w", err)
 	}
 	defer tgtDB.Close()
-	source, err := checkServers(ctx, srcDB, tgtDB, f.serverID)
+	source, targetID, err := checkServers(ctx, srcDB, tgtDB, f.serverID)
 	if err != nil {
 		return err
 	}
@@ -315,19 +315,20 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 			Host: srcCfg.Host, Port: uint16(srcCfg.Port), User: srcCfg.User, Password: srcCfg.Password,
 			ServerID: serverID, TLS: srcTLS, DialTimeout: srcTimeout, Logger: logger,
 		},
-		Relay:       binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize, Logger: logger, Source: source.String()},
-		Target:      tgtDB,
-		Session:     target.Options{KeepGTID: keepGTID, WriteBinlog: writeBinlog, Server: tgtCfg},
-		Workers:     f.workers,
-		BatchMax:    f.batch,
-		Filter:      rules,
-		MaxQueued:   f.maxQueued,
-		Policy:      f.policy,
-		CommitOrder: apply.CommitOrder(f.commitOrder),
-		Start:       start,
-		Until:       until,
-		Skip:        skip,
-		Logger:      logger,
+		Relay:          binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize, Logger: logger, Source: source.String()},
+		Target:         tgtDB,
+		TargetServerID: targetID.serverID,
+		Session:        target.Options{KeepGTID: keepGTID, WriteBinlog: writeBinlog, Server: tgtCfg},
+		Workers:        f.workers,
+		BatchMax:       f.batch,
+		Filter:         rules,
+		MaxQueued:      f.maxQueued,
+		Policy:         f.policy,
+		CommitOrder:    apply.CommitOrder(f.commitOrder),
+		Start:          start,
+		Until:          until,
+		Skip:           skip,
+		Logger:         logger,
 	}
 	if f.progress > 0 {
 		cfg.ProgressEvery = f.progress

@@ -75,6 +75,11 @@ type Config struct {
 	Skip []gtid.MariaDBGTID
 	// Filter says which databases and tables reach the target.
 	Filter *filter.Rules
+	// TargetServerID is the target's @@server_id: groups the target wrote
+	// itself, come back through a source that replicates from it (a
+	// ring), are passed, as MariaDB's replica passes its own server id's
+	// (replicate_same_server_id=OFF). 0: none are.
+	TargetServerID uint32
 	// MaxQueued bounds the bytes of decoded transactions not yet committed.
 	MaxQueued int64
 	// Progress is called about once per ProgressEvery with the run's state.
@@ -186,6 +191,8 @@ type Replica struct {
 
 	pending *binlog.Transaction // taken from the decoder but not yet dispatched (coordinator only)
 
+	// ownSeen names the first group of the target's own in the log (ownGroup).
+	ownSeen sync.Once
 	// clock is the receiver whose measure of the source's clock the lag
 	// and the positions' source times allow for (sourceTime).
 	clock atomic.Pointer[binlog.Receiver]
@@ -396,6 +403,8 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			}
 			if applied.Extra[txn.MariaDB] {
 				txn.Events, txn.Filtered, txn.AppliedAhead = nil, true, true
+			} else if r.ownGroup(txn) {
+				txn.Events, txn.Filtered = nil, true
 			} else if kept, ok := r.cfg.Filter.Apply(txn); !ok {
 				txn.Filtered = true
 			} else {
@@ -931,6 +940,20 @@ func (r *Replica) workerStatus() []WorkerStatus {
 		out = append(out, st)
 	}
 	return out
+}
+
+// ownGroup reports whether txn is a group the target wrote itself (its
+// server id), which came back through a source that replicates from the
+// target: applying it again would apply the target's own writes twice. The
+// first is named in the log.
+func (r *Replica) ownGroup(txn *binlog.Transaction) bool {
+	if r.cfg.TargetServerID == 0 || txn.Flavor != binlog.FlavorMariaDB || txn.MariaDB.Server != r.cfg.TargetServerID {
+		return false
+	}
+	r.ownSeen.Do(func() {
+		r.log.Info("passing the groups the target wrote itself, which come back through the source (a replication ring), as MariaDB's replica does", "first", txn.GTID())
+	})
+	return true
 }
 
 // sourceTime is t, a time of the source's clock (an event's timestamp), on

@@ -8,6 +8,7 @@ package e2e
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"gapless/internal/gtid"
 	"gapless/internal/sandbox"
 )
 
@@ -326,5 +328,70 @@ func TestSourceBinlogResetWhileRunning(t *testing.T) {
 	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM rm.t").Scan(&n)
 	if n != 2 {
 		t.Errorf("the target holds %d rows, want the 2 written before the reset", n)
+	}
+}
+
+// A replication ring, as active-active pairs run: gapless from the primary
+// to the target, MariaDB's replica from the target back to the primary,
+// each server writing its own GTID domain. The target's own groups come
+// back through the primary's binlog: gapless applied them a second time (an
+// increment twice) and wrote their GTIDs again, which stopped MariaDB's
+// replica on the primary (1950). Now it passes them, as MariaDB's replica
+// passes its own server id's, and both servers end equal.
+func TestReplicationRing(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Target, "SET GLOBAL gtid_domain_id = 1")
+	t.Cleanup(func() { mustExec(t, sb.Target, "SET GLOBAL gtid_domain_id = 0") })
+	mustExec(t, sb.Primary, "SET GLOBAL binlog_format = MIXED", "CREATE DATABASE ring", "CREATE TABLE ring.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB", "INSERT INTO ring.t VALUES (1, 0), (2, 0)")
+	t.Cleanup(func() { mustExec(t, sb.Primary, "SET GLOBAL binlog_format = ROW") })
+	relay := filepath.Join(t.TempDir(), "relay")
+	replicateUntilCaughtUp(t, sb, relay)
+	back := fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', MASTER_USE_GTID=current_pos",
+		sb.Target.Port, sandbox.ReplUser, sandbox.ReplPassword)
+	mustExec(t, sb.Primary, back, "START SLAVE")
+	t.Cleanup(func() { mustExec(t, sb.Primary, "STOP SLAVE", "RESET SLAVE ALL") })
+	cmd, stderr, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, relay)...)
+	mustExec(t, sb.Target, "SET SESSION binlog_format = STATEMENT", "UPDATE ring.t SET v = v + 1 WHERE id = 2", "UPDATE ring.t SET v = v + 10 WHERE id = 2")
+	mustExec(t, sb.Primary, "UPDATE ring.t SET v = v + 1 WHERE id = 1")
+	waitReplicaAt(t, sb.Primary, binlogPos(t, sb.Target))
+	// The primary's own domain: gapless passes the ring's others, and
+	// writes their positions with the next group it applies.
+	own, _ := primaryPosition(t, sb).Get(0)
+	var ownDomain gtid.MariaDBPosition
+	ownDomain.Advance(own)
+	waitApplied(t, sb, ownDomain, 30*time.Second, stderr)
+	time.Sleep(time.Second) // anything gapless would apply twice, applied
+	r := stopAndRequireExit0(t, cmd.Process.Pid, wait)
+	var sqlRunning, lastError string
+	rows, err := rootDB(t, sb.Primary).Query("SHOW SLAVE STATUS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, _ := rows.Columns()
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		rows.Scan(ptrs...)
+		for i, c := range cols {
+			switch c {
+			case "Slave_SQL_Running":
+				sqlRunning = vals[i].String
+			case "Last_SQL_Error":
+				lastError = vals[i].String
+			}
+		}
+	}
+	rows.Close()
+	if sqlRunning != "Yes" {
+		t.Errorf("MariaDB's replica on the primary stopped: %s", lastError)
+	}
+	requireSameAnswers(t, sb, "SELECT id, v FROM ring.t ORDER BY id")
+	var v int
+	rootDB(t, sb.Target).QueryRow("SELECT v FROM ring.t WHERE id = 2").Scan(&v)
+	if v != 11 {
+		t.Errorf("the target's own increments came to %d, want 11 (applied once)\n%s", v, r.stderr)
 	}
 }
