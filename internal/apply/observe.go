@@ -85,7 +85,7 @@ type Snapshot struct {
 	Position         gtid.MariaDBPosition // gap-less applied position
 	ReceivedPosition gtid.MariaDBPosition // end of the relay log
 	Behind           uint64               // transactions received but not applied
-	LagSeconds       float64              // now minus the source time of the last applied transaction; 0 when caught up
+	LagSeconds       float64              // how long ago the source wrote the oldest transaction not applied (Replica.lagSeconds); 0 when caught up
 	SourceConnected  bool
 
 	// TargetWait is what the target makes the workers wait for (a client's
@@ -365,9 +365,7 @@ func (r *Replica) Snapshot() Snapshot {
 		}
 		s.Behind = behind(s.ReceivedPosition, s.Position)
 	}
-	if s.Behind > 0 && !lastSource.IsZero() {
-		s.LagSeconds = max(0, now.Sub(r.sourceTime(lastSource)).Seconds())
-	}
+	s.LagSeconds = r.lagSeconds(now, s.Behind, lastSource)
 	if q := r.obs.queue.Load(); q != nil {
 		s.QueuedTransactions = len(*q)
 	}

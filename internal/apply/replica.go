@@ -97,7 +97,7 @@ type Progress struct {
 	Filtered   int64                // transactions passed without applying (filters)
 	PerSecond  float64              // over the last interval
 	Behind     uint64               // transactions received but not applied
-	LagSeconds float64              // now minus the source time of the last applied transaction, 0 when caught up
+	LagSeconds float64              // how long ago the source wrote the oldest transaction not applied (Replica.lagSeconds), 0 when caught up
 	Position   gtid.MariaDBPosition // gap-less applied position
 	Received   gtid.MariaDBPosition // end of the relay log
 	Workers    []WorkerStatus
@@ -942,6 +942,35 @@ func (r *Replica) workerStatus() []WorkerStatus {
 	return out
 }
 
+// lagSeconds is how far the target is behind at now, with behind
+// transactions received and not applied: how long ago the source wrote the
+// oldest transaction a worker holds (as MariaDB's Seconds_Behind_Master
+// reads the event its SQL thread executes), else the last one applied
+// (lastSource); 0 when none is behind. A worker held back by the target
+// thus shows a lag that grows from its transaction's time, not 0 (nothing
+// applied yet in this run) nor the age of the last one applied before a
+// quiet hour.
+func (r *Replica) lagSeconds(now time.Time, behind uint64, lastSource time.Time) float64 {
+	if behind == 0 {
+		return 0
+	}
+	oldest := time.Time{}
+	for _, w := range r.currentWorkers() {
+		w.mu.Lock()
+		if j := w.held; j != nil && len(j.txns) > 0 && (oldest.IsZero() || j.txns[0].SourceTime.Before(oldest)) {
+			oldest = j.txns[0].SourceTime
+		}
+		w.mu.Unlock()
+	}
+	if oldest.IsZero() {
+		oldest = lastSource
+	}
+	if oldest.IsZero() {
+		return 0
+	}
+	return max(0, now.Sub(r.sourceTime(oldest)).Seconds())
+}
+
 // ownGroup reports whether txn is a group the target wrote itself (its
 // server id), which came back through a source that replicates from the
 // target: applying it again would apply the target's own writes twice. The
@@ -1003,9 +1032,7 @@ func (r *Replica) reportProgress(relay *binlog.RelayLog) func() {
 				p.Workers = r.workerStatus()
 				p.TargetWait = r.targetWait.Load()
 				p.Behind = behind(p.Received, p.Position)
-				if p.Behind > 0 && !lastSource.IsZero() {
-					p.LagSeconds = max(0, now.Sub(r.sourceTime(lastSource)).Seconds())
-				}
+				p.LagSeconds = r.lagSeconds(now, p.Behind, lastSource)
 				r.cfg.Progress(p)
 			}
 		}

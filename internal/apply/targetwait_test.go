@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gapless/internal/binlog"
 )
 
 func TestDescribeTargetWait(t *testing.T) {
@@ -86,5 +88,34 @@ func TestDescribeTargetWait(t *testing.T) {
 				t.Errorf("What %q holds a duration: the log would name one wait again and again", got.What)
 			}
 		})
+	}
+}
+
+// TestLagSeconds: the lag is the age of the oldest transaction a worker
+// holds, not of the last one applied (hours old after a quiet source), nor
+// 0 when this run has applied nothing yet.
+func TestLagSeconds(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	held := func(ages ...time.Duration) *worker {
+		j := &job{}
+		for _, a := range ages {
+			j.txns = append(j.txns, &binlog.Transaction{SourceTime: now.Add(-a)})
+		}
+		return &worker{held: j}
+	}
+	r := &Replica{workers: []*worker{held(20*time.Second, 19*time.Second), {}, held(5 * time.Second)}}
+	hourAgo := now.Add(-time.Hour)
+	if got := r.lagSeconds(now, 3, hourAgo); got != 20 {
+		t.Errorf("lag %v, want 20 (the oldest held)", got)
+	}
+	if got := r.lagSeconds(now, 0, hourAgo); got != 0 {
+		t.Errorf("lag %v when caught up, want 0", got)
+	}
+	r = &Replica{workers: []*worker{{}}}
+	if got := r.lagSeconds(now, 2, hourAgo); got != 3600 {
+		t.Errorf("lag %v with nothing held, want 3600 (the last applied)", got)
+	}
+	if got := r.lagSeconds(now, 2, time.Time{}); got != 0 {
+		t.Errorf("lag %v with nothing held nor applied, want 0", got)
 	}
 }

@@ -67,6 +67,11 @@ func TestTargetHoldsTheWorkers(t *testing.T) {
 	}
 	// Long enough for the log to name it.
 	time.Sleep(time.Until(held.Since.Add(11 * time.Second)))
+	// The lag grows from the held transaction's time (it read 0: nothing
+	// applied yet in this run).
+	if st, err := status.Fetch(ctx, addr); err != nil || st.LagSeconds == nil || *st.LagSeconds < 10 {
+		t.Errorf("the lag while the target holds a transaction for 11 s: %v (%v)", st.LagSeconds, err)
+	}
 	if _, err := client.ExecContext(ctx, "COMMIT"); err != nil {
 		t.Fatal(err)
 	}
