@@ -159,6 +159,11 @@ type Replica struct {
 	// (target.PartsStay) that a run before this one began
 	// (checkpoint.Store.Begun); read at the start, never written.
 	begun    map[uint32]gtid.MariaDBGTID
+	// failedBefore is the group the run before stopped on with an error of
+	// the target's (failedBeforeErr, its text); zero when none
+	// (noteFailedBefore). Read at the start, never written.
+	failedBefore    gtid.MariaDBGTID
+	failedBeforeErr string
 	lock     *checkpoint.Lock
 	clog     *commitLog
 	workers  []*worker
@@ -255,6 +260,9 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 		return Result{}, err
 	}
 	if err := r.refuseAfterSplit(ctx); err != nil {
+		return Result{}, err
+	}
+	if err := r.noteFailedBefore(ctx); err != nil {
 		return Result{}, err
 	}
 	if err := r.store.ClearStop(ctx); err != nil {

@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"time"
 
 	"gapless/internal/binlog"
@@ -59,4 +61,32 @@ func (r *Replica) refuseAfterSplit(ctx context.Context) error {
 		"and the target's binlog holds a sequence number the source gave its next transaction in that domain, so this run would apply %s again or skip that transaction. "+
 		"To go on, rebuild the target and run gapless reset, or replicate with --no-target-binlog --skip-gtid %s",
 		st.GTID, st.GTID, st.GTID, st.GTID)
+}
+
+// targetErrorCode finds the target's error number in a stop's text.
+var targetErrorCode = regexp.MustCompile(`target error (\d+)`)
+
+// noteFailedBefore reads which group the run before stopped on with an
+// error the target answered to one of its statements (not a lost
+// connection: a client error, 2000 and up), before the stop is cleared: a
+// group whose writes stay on the target (a table that is not transactional)
+// keeps what its statement wrote before such an error, and the target
+// binlogs that under the group's GTID, so finding the GTID there does not
+// mean the group is applied (worker.apply).
+func (r *Replica) noteFailedBefore(ctx context.Context) error {
+	st, ok, err := r.store.LastStop(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	m := targetErrorCode.FindStringSubmatch(st.Error)
+	if m == nil {
+		return nil
+	}
+	if code, _ := strconv.Atoi(m[1]); code >= 2000 {
+		return nil
+	}
+	if g, err := gtid.ParseMariaDBGTID(st.GTID); err == nil {
+		r.failedBefore, r.failedBeforeErr = g, "target error "+m[1]
+	}
+	return nil
 }

@@ -587,6 +587,14 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			// Resumed: groups past the position may have run before this
 			// try (a run killed, a round trip lost), never after it.
 			skip, through, err = w.session.AppliedAlone(run, txn, first, !attempted && (j.unsure || !w.replica.hasApplied(domain)))
+			if skip && err == nil && w.replica.failedBefore == txn.MariaDB {
+				// In the target's binlog because what its statement wrote
+				// before the error stayed, not because it was applied.
+				return &stayedError{gtid: txn.GTID(), err: fmt.Errorf("apply %s: the run before this one stopped on it (%s), and the target logged what its statement wrote before that error under its GTID: "+
+					"it is on the target in part (a table that is not transactional keeps what each statement wrote), so gapless neither takes it for applied nor runs it again; "+
+					"make the target's tables what the source's were after it (`gapless verify` compares them), then replicate with --skip-gtid %s (skipping it without that loses its changes)",
+					txn.GTID(), w.replica.failedBeforeErr, txn.GTID())}
+			}
 			if through != (gtid.MariaDBGTID{}) {
 				w.log.Info("the target's binlog holds groups applied alone past the position whose positions were not written (a run killed, or a round trip lost); they are taken as applied", "from", txn.GTID(), "through", through.String())
 				w.replica.through.Store(domain, through)

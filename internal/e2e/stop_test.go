@@ -247,3 +247,50 @@ func TestSourceSequenceNumbersGoBack(t *testing.T) {
 	}
 	requireEqualTables(t, sb, "ooo")
 }
+
+// A MEMORY table the source fills past the target's max_heap_table_size:
+// the stop says the target will not grow the table and what to do. A
+// MEMORY table keeps the rows written before the error, and the target
+// logs them under the group's GTID: the next run took the group for
+// applied and exited 0 with the table half full (silent). Now it stops
+// there, and going on as it says (the table made what the source's was,
+// the group skipped) ends equal.
+func TestTargetTableFull(t *testing.T) {
+	sb := upSandbox(t)
+	relay := filepath.Join(t.TempDir(), "relay")
+	mustExec(t, sb.Target, "SET GLOBAL max_heap_table_size = 1048576")
+	t.Cleanup(func() { mustExec(t, sb.Target, "SET GLOBAL max_heap_table_size = DEFAULT") })
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE mem", "CREATE TABLE mem.t (id INT PRIMARY KEY, pad CHAR(200)) ENGINE=MEMORY",
+		"INSERT INTO mem.t SELECT seq, REPEAT('x', 200) FROM mem.seq_1_to_20000")
+	var failing string
+	if err := rootDB(t, sb.Primary).QueryRow("SELECT @@gtid_binlog_pos").Scan(&failing); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, sb.Primary, "CREATE TABLE mem.after (id INT PRIMARY KEY) ENGINE=InnoDB", "INSERT INTO mem.after VALUES (1)")
+	args := append(replicateArgs(sb.SourceURL, sb.TargetURL, relay), "--until", binlogPos(t, sb.Primary))
+	r := gapless(t, nil, args...)
+	if r.code == 0 {
+		t.Fatal("the run went past a table the target would not grow")
+	}
+	for _, want := range []string{"1114", "max_heap_table_size", "make room there and run again"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the stop does not say %q:\n%s", want, r.stderr)
+		}
+	}
+	// Room made and run again: the group is in the target's binlog, in part.
+	mustExec(t, sb.Target, "SET GLOBAL max_heap_table_size = 67108864")
+	r = gapless(t, nil, args...)
+	t.Logf("run again: exit %d\n%s", r.code, r.stderr)
+	if r.code == 0 || !strings.Contains(r.stderr, "it is on the target in part") || !strings.Contains(r.stderr, "--skip-gtid "+failing) {
+		t.Fatalf("exit %d, want a stop at the group the target holds in part:\n%s", r.code, r.stderr)
+	}
+	// As it says: the table made what the source's was after the group,
+	// outside the binlog, then the group skipped.
+	mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "SET SESSION max_heap_table_size = 67108864",
+		"ALTER TABLE mem.t ENGINE=MEMORY", "DELETE FROM mem.t", "INSERT INTO mem.t SELECT seq, REPEAT('x', 200) FROM mem.seq_1_to_20000")
+	if r = gapless(t, nil, append(args, "--skip-gtid", failing)...); r.code != 0 {
+		t.Fatalf("exit %d after --skip-gtid %s:\n%s", r.code, failing, r.stderr)
+	}
+	requireEqualTables(t, sb, "mem")
+}

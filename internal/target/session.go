@@ -283,6 +283,23 @@ func missingTableHint(err error, txn *binlog.Transaction) error {
 		"so rebuild the target, or skip the transaction knowing its changes are lost; to stop gapless safely, stop it when the source's sessions hold no temporary tables"}
 }
 
+// roomHint says what to do when the target has no room for a group: a
+// table it will not grow (1114: a MEMORY table at its max_heap_table_size,
+// a tablespace at its size limit, a full disk) or a full disk (errno 28 in
+// a file error). Room made, the group applies; skipping it would lose it.
+func roomHint(err error) error {
+	code, _ := errorCode(err)
+	msg := err.Error()
+	switch {
+	case code == 1114:
+		return &hinted{err, "the target will not grow the table: a MEMORY table at the target's max_heap_table_size (fixed when the table was created; raise it, then ALTER TABLE ... ENGINE=MEMORY on the target), " +
+			"an InnoDB tablespace at its size limit, or a full disk on the target; make room there and run again (a table that is not transactional, as MEMORY, keeps the rows written before the error: compare it with `gapless verify`); skipping the transaction would lose it"}
+	case strings.Contains(msg, "Errcode: 28") || strings.Contains(msg, "errno: 28") || strings.Contains(msg, "No space left on device"):
+		return &hinted{err, "the target's disk is full (its datadir, tmpdir or binlog folder): free space there and run again: nothing of this transaction is applied, and skipping it would lose it"}
+	}
+	return err
+}
+
 // errGTIDOutOfOrder is ER_GTID_STRICT_OUT_OF_ORDER: the target, in
 // gtid_strict_mode, would binlog a GTID at or below its domain's last.
 const errGTIDOutOfOrder = 1950
@@ -541,6 +558,7 @@ func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint s
 		err = missingTableHint(err, txns[len(txns)-1])
 		err = s.rowsDifferHint(err, txns[len(txns)-1])
 		err = outOfOrderHint(err)
+		err = roomHint(err)
 		if s.loads != nil {
 			err = localInfileHint(err)
 		}
