@@ -158,18 +158,18 @@ type Replica struct {
 	// begun holds, by GTID domain, the last group whose writes stay
 	// (target.PartsStay) that a run before this one began
 	// (checkpoint.Store.Begun); read at the start, never written.
-	begun    map[uint32]gtid.MariaDBGTID
+	begun map[uint32]gtid.MariaDBGTID
 	// failedBefore is the group the run before stopped on with an error of
 	// the target's (failedBeforeErr, its text); zero when none
 	// (noteFailedBefore). Read at the start, never written.
 	failedBefore    gtid.MariaDBGTID
 	failedBeforeErr string
-	lock     *checkpoint.Lock
-	clog     *commitLog
-	workers  []*worker
-	applied  atomic.Int64
-	filtered atomic.Int64
-	batches  atomic.Int64
+	lock            *checkpoint.Lock
+	clog            *commitLog
+	workers         []*worker
+	applied         atomic.Int64
+	filtered        atomic.Int64
+	batches         atomic.Int64
 	// rolledBack counts the transactions of batches a stop rolled back.
 	rolledBack atomic.Int64
 	// ranAhead counts the transactions run ahead of their batch's dependencies.
