@@ -142,7 +142,7 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
 	fl.Uint32Var(&f.serverID, "server-id", 0, "replica server id shown to the source (default: derived from the target and stream)")
 	fl.StringArrayVar(&f.skip, "skip-gtid", nil, "record this GTID as applied without applying it (repeatable)")
 	fl.BoolVar(&f.noTargetBinlog, "no-target-binlog", false, "do not write applied transactions to the target's binlog")
-	fl.DurationVar(&f.progress, "progress", time.Second, "print progress this often (0: never)")
+	fl.DurationVar(&f.progress, "progress", time.Second, "print progress this often (0: never): applied, lag, position, busy workers, and what holds them (a long job, a lock of the target's, a full relay folder)")
 	fl.Int64Var(&f.segmentSize, "relay-segment-size", 64<<20, "rotate relay log segments after this many bytes")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log each reconnect and retry")
 	fl.StringVar(&f.http, "http", "", "serve the status page, /metrics and /status at this address (PORT or HOST:PORT; a bare port is on 127.0.0.1)")
