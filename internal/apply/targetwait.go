@@ -75,41 +75,31 @@ type busyWorker struct {
 // waitProbeEvery while one has applied one job for waitProbeAfter, until
 // the returned func is called.
 func (r *Replica) probeTargetWaits() func() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(waitProbeEvery)
-		defer tick.Stop()
-		var logged *TargetWait
-		quiet := 0 // probes in a row that found no wait
-		for {
-			select {
-			case <-ctx.Done():
-				r.targetWait.Store(nil)
-				return
-			case <-tick.C:
-			}
-			w := r.probeTargetWait(ctx)
-			r.targetWait.Store(w)
-			if w == nil {
-				quiet++
-			} else {
-				quiet = 0
-			}
-			switch {
-			case w != nil && time.Since(w.Since) >= waitLogAfter && (logged == nil || logged.What != w.What):
-				r.log.Warn("the target holds the workers back: " + w.Text)
-				logged = w
-			case quiet >= 2 && logged != nil:
-				// Two probes, so that a job's retry after a lock wait
-				// timeout is not taken for the end of the wait.
-				r.log.Warn("the target released the workers", "after", time.Since(logged.Since).Round(time.Second).String())
-				logged = nil
-			}
+	var logged *TargetWait
+	quiet := 0 // probes in a row that found no wait
+	stop := every(waitProbeEvery, func(ctx context.Context) {
+		w := r.probeTargetWait(ctx)
+		r.targetWait.Store(w)
+		if w == nil {
+			quiet++
+		} else {
+			quiet = 0
 		}
-	}()
-	return func() { cancel(); <-done }
+		switch {
+		case w != nil && time.Since(w.Since) >= waitLogAfter && (logged == nil || logged.What != w.What):
+			r.log.Warn("the target holds the workers back: " + w.Text)
+			logged = w
+		case quiet >= 2 && logged != nil:
+			// Two probes, so that a job's retry after a lock wait
+			// timeout is not taken for the end of the wait.
+			r.log.Warn("the target released the workers", "after", time.Since(logged.Since).Round(time.Second).String())
+			logged = nil
+		}
+	})
+	return func() {
+		stop()
+		r.targetWait.Store(nil)
+	}
 }
 
 // probeTargetWait returns what the target makes the workers wait for, nil

@@ -53,18 +53,24 @@ func (r *Replica) watchdog() func() {
 	if r.cfg.CommitOrder != Strict || r.cfg.Workers < 2 {
 		return func() {}
 	}
+	return every(watchdogEvery, r.breakLockCycles)
+}
+
+// every calls tick every period, on a goroutine of its own, until the
+// returned func is called; that ends tick's context and waits for it.
+func every(period time.Duration, tick func(context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(watchdogEvery)
-		defer tick.Stop()
+		t := time.NewTicker(period)
+		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-tick.C:
-				r.breakLockCycles(ctx)
+			case <-t.C:
+				tick(ctx)
 			}
 		}
 	}()
