@@ -8,7 +8,6 @@ package e2e
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -190,15 +189,7 @@ func TestSourceAddressMovesToAnUnrelatedServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	moveToPort(t, other, port)
-	done := make(chan run, 1)
-	go func() { done <- wait() }()
-	var r run
-	select {
-	case r = <-done:
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("gapless did not stop on a source that never wrote its domain:\n%s", stderr)
-	}
+	r := waitExit(t, cmd, wait, 60*time.Second, "stop on a source that never wrote its domain", stderr)
 	if r.code == 0 || !strings.Contains(r.stderr, "has never written any GTID domain") {
 		t.Fatalf("exit %d, want the run stopped on the other server:\n%s", r.code, r.stderr)
 	}
@@ -312,15 +303,7 @@ func TestSourceBinlogResetWhileRunning(t *testing.T) {
 	cmd, stderr, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, filepath.Join(t.TempDir(), "relay"))...)
 	waitApplied(t, sb, primaryPosition(t, sb), 60*time.Second, stderr)
 	mustExec(t, sb.Primary, "RESET MASTER", "INSERT INTO rm.t VALUES (3)")
-	done := make(chan run, 1)
-	go func() { done <- wait() }()
-	var r run
-	select {
-	case r = <-done:
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("gapless did not stop on a source whose binlog was reset:\n%s", stderr)
-	}
+	r := waitExit(t, cmd, wait, 60*time.Second, "stop on a source whose binlog was reset", stderr)
 	if r.code == 0 || !strings.Contains(r.stderr, "went back") || !strings.Contains(r.stderr, "RESET MASTER") {
 		t.Fatalf("exit %d, want a stop that says the source's binlog went back:\n%s", r.code, r.stderr)
 	}
@@ -362,31 +345,8 @@ func TestReplicationRing(t *testing.T) {
 	waitApplied(t, sb, ownDomain, 30*time.Second, stderr)
 	time.Sleep(time.Second) // anything gapless would apply twice, applied
 	r := stopAndRequireExit0(t, cmd.Process.Pid, wait)
-	var sqlRunning, lastError string
-	rows, err := rootDB(t, sb.Primary).Query("SHOW SLAVE STATUS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cols, _ := rows.Columns()
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		rows.Scan(ptrs...)
-		for i, c := range cols {
-			switch c {
-			case "Slave_SQL_Running":
-				sqlRunning = vals[i].String
-			case "Last_SQL_Error":
-				lastError = vals[i].String
-			}
-		}
-	}
-	rows.Close()
-	if sqlRunning != "Yes" {
-		t.Errorf("MariaDB's replica on the primary stopped: %s", lastError)
+	if msg := replicaError(t, rootDB(t, sb.Primary)); msg != "" {
+		t.Errorf("MariaDB's replica on the primary stopped: %s", msg)
 	}
 	requireSameAnswers(t, sb, "SELECT id, v FROM ring.t ORDER BY id")
 	var v int

@@ -105,6 +105,23 @@ func startWithEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes
 	return cmd, &errOut, func() run { return <-done }
 }
 
+// waitExit waits up to limit for a background gapless (started with
+// background) to exit by itself, and kills it and fails the test, saying
+// what it did not do, when it does not.
+func waitExit(t *testing.T, cmd *exec.Cmd, wait func() run, limit time.Duration, what string, stderr interface{ String() string }) run {
+	t.Helper()
+	done := make(chan run, 1)
+	go func() { done <- wait() }()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(limit):
+		_ = cmd.Process.Kill()
+		t.Fatalf("gapless did not %s within %s:\n%s", what, limit, stderr)
+		return run{}
+	}
+}
+
 func mustExec(t *testing.T, srv *sandbox.Server, stmts ...string) {
 	t.Helper()
 	if err := srv.Exec(context.Background(), stmts...); err != nil {

@@ -177,15 +177,7 @@ func TestRelayFolderFullWaitsThenGoesOn(t *testing.T) {
 	if out, err := exec.Command("mount", "-o", "remount,size=64M", dir).CombinedOutput(); err != nil {
 		t.Fatalf("remount the tmpfs larger: %v: %s", err, out)
 	}
-	done := make(chan run, 1)
-	go func() { done <- wait() }()
-	var r run
-	select {
-	case r = <-done:
-	case <-time.After(120 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("gapless did not go on once the relay folder had room:\n%s", stderr)
-	}
+	r := waitExit(t, cmd, wait, 120*time.Second, "go on once the relay folder had room", stderr)
 	if r.code != 0 {
 		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
 	}
