@@ -554,7 +554,7 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			}
 			cut = errRoundTripLost
 		}
-		if cut != nil && w.session != nil && target.PartsStay(txn) {
+		if cut != nil && w.session != nil && (target.PartsStay(txn) || txn.Has(binlog.FlagDDL)) {
 			// It began if its mark, committed before its first
 			// statement, is the domain's last one.
 			marks, err := w.replica.store.Begun(run)
@@ -586,7 +586,10 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			var through gtid.MariaDBGTID
 			// Resumed: groups past the position may have run before this
 			// try (a run killed, a round trip lost), never after it.
-			skip, through, err = w.session.AppliedAlone(run, txn, first, !attempted && (j.unsure || !w.replica.hasApplied(domain)))
+			// Began: its mark says a try of it, this run's or the run
+			// before's, started on the target.
+			began := begun != nil || (!attempted && w.replica.begun[domain] == txn.MariaDB)
+			skip, through, err = w.session.AppliedAlone(run, txn, first, !attempted && (j.unsure || !w.replica.hasApplied(domain)), began)
 			if skip && err == nil && w.replica.failedBefore == txn.MariaDB {
 				// In the target's binlog because what its statement wrote
 				// before the error stayed, not because it was applied.

@@ -8,6 +8,9 @@
 // a later run that is about to run that same group finds it and stops
 // instead. A row outlives the group it names, harmlessly: the group is
 // below the position once applied, and the next such group replaces it.
+// A DDL is marked too, though it does not stay in part: after a crash amid
+// it, the target's DDL recovery logs what it did under the target's own
+// server id, which only the mark tells from a client's write on the target.
 //
 // Like gapless.stops, the table and its rows are the target's own state,
 // written outside the target's binlog.

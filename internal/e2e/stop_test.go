@@ -201,6 +201,46 @@ func TestClientWriteInTheStreamsDomainOnTheTarget(t *testing.T) {
 	requireEqualTables(t, sb, "e")
 }
 
+// A write binlogged on the target in the stream's domain (a DBA's OPTIMIZE
+// TABLE is), then groups that apply alone (a MyISAM write, a DDL). With the
+// target in gtid_strict_mode=OFF, MariaDB's default, its own replica goes
+// on; gapless stopped, taking the target's GTID past the group for a sign
+// the group might be there already, and the advice it gave (strict mode
+// off) could not help. Now the target's @@gtid_binlog_state, which keeps
+// the source server's own last GTID of the domain, says the group is not
+// there. With strict mode on, the stop's advice is followed and the run
+// goes on.
+func TestTargetsOwnWriteBeforeGroupsAppliedAlone(t *testing.T) {
+	sb := upSandbox(t)
+	relay := filepath.Join(t.TempDir(), "relay")
+	mustExec(t, sb.Primary, "CREATE DATABASE e", "CREATE TABLE e.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+		"CREATE TABLE e.m (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=MyISAM", "INSERT INTO e.t VALUES (1, 1)")
+	replicateUntilCaughtUp(t, sb, relay)
+	mustExec(t, sb.Target, "SET GLOBAL gtid_strict_mode = OFF")
+	t.Cleanup(func() { mustExec(t, sb.Target, "SET GLOBAL gtid_strict_mode = ON") })
+	mustExec(t, sb.Target, "OPTIMIZE TABLE e.t")
+	mustExec(t, sb.Primary, "INSERT INTO e.m (v) VALUES (1)", "ALTER TABLE e.t ADD COLUMN w INT", "UPDATE e.m SET v = v + 1", "INSERT INTO e.t VALUES (3, 3, 3)")
+	args := append(replicateArgs(sb.SourceURL, sb.TargetURL, relay), "--until", binlogPos(t, sb.Primary), "--workers", "4")
+	if r := gapless(t, nil, args...); r.code != 0 {
+		t.Fatalf("exit %d with strict mode off on the target, where MariaDB's replica goes on:\n%s", r.code, r.stderr)
+	}
+	requireEqualTables(t, sb, "e")
+
+	// Strict mode on: the stop, then its advice followed.
+	mustExec(t, sb.Target, "SET GLOBAL gtid_strict_mode = ON", "OPTIMIZE TABLE e.t")
+	mustExec(t, sb.Primary, "INSERT INTO e.m (v) VALUES (2)", "DELETE FROM e.m WHERE v = 2")
+	args = append(replicateArgs(sb.SourceURL, sb.TargetURL, relay), "--until", binlogPos(t, sb.Primary), "--workers", "4")
+	r := gapless(t, nil, args...)
+	if r.code == 0 || !strings.Contains(r.stderr, "gtid_strict_mode=OFF") {
+		t.Fatalf("exit %d, want the stop that says to turn strict mode off:\n%s", r.code, r.stderr)
+	}
+	mustExec(t, sb.Target, "SET GLOBAL gtid_strict_mode = OFF")
+	if r := gapless(t, nil, args...); r.code != 0 {
+		t.Fatalf("exit %d after the stop's advice was followed:\n%s", r.code, r.stderr)
+	}
+	requireEqualTables(t, sb, "e")
+}
+
 // A source in gtid_strict_mode=OFF (MariaDB's default) whose binlog goes
 // back in a domain: a session set gtid_seq_no, as mariadb-binlog's output
 // replayed into the source does. gapless applied everything but those
