@@ -65,6 +65,9 @@ A running applier of the stream is never reset under it: stop it first.`,
 			if removed.Extra > 0 {
 				extra = fmt.Sprintf(" and %d transactions applied past a gap", removed.Extra)
 			}
+			if removed.Temporary > 0 {
+				extra += fmt.Sprintf(", and %d temporary table(s) of the source's sessions kept for the next run", removed.Temporary)
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "stream %q on %s: removed position %s%s (%d rows of %s.checkpoint, %d of %s.workers)\n",
 				stream, cfg.Redacted(), emptyAsNone(removed.Position.String()), extra, removed.Rows, checkpoint.Schema, removed.WorkerRows, checkpoint.Schema)
 			fmt.Fprintln(cmd.OutOrStdout(), "the next replicate starts from --start-position, else from the target's @@gtid_slave_pos, else from the source's first binlog")

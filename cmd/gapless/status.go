@@ -50,9 +50,13 @@ type streamStatus struct {
 	// would go on where gapless stopped (README, "Back to MariaDB's
 	// replica"); absent while gapless runs or when no such position is
 	// exact, and then HandOverNot says why.
-	HandOver    string        `json:"mariadb_replica_from,omitempty"`
-	HandOverNot string        `json:"mariadb_replica_not,omitempty"`
-	workersAge  time.Duration // since the workers were reported
+	HandOver    string `json:"mariadb_replica_from,omitempty"`
+	HandOverNot string `json:"mariadb_replica_not,omitempty"`
+	// Temporary are the temporary tables of the source's sessions the
+	// last run kept for the next (checkpoint.KeptTemporary), as
+	// `db`.`name` (session N).
+	Temporary  []string      `json:"temporary_tables_kept,omitempty"`
+	workersAge time.Duration // since the workers were reported
 }
 
 type lastCommit struct {
@@ -173,6 +177,13 @@ func readStreamStatus(ctx context.Context, store *checkpoint.Store, holder strin
 		}
 		return st, nil
 	}
+	kept, err := store.KeptTemporaries(ctx)
+	if err != nil {
+		return st, err
+	}
+	for _, k := range kept {
+		st.Temporary = append(st.Temporary, fmt.Sprintf("`%s`.`%s` (session %d)", k.DB, k.Name, k.Thread))
+	}
 	stop, ok, err := store.LastStop(ctx)
 	if err != nil {
 		return st, err
@@ -251,7 +262,12 @@ func printStreamStatus(st streamStatus) {
 	for _, r := range st.Rows {
 		fmt.Printf("  domain %d slot %d  %s\n", r.Domain, r.Slot, r.GTID)
 	}
+	if len(st.Temporary) > 0 {
+		fmt.Printf("  temporary tables of the source's sessions, kept for the next run  %s\n", strings.Join(st.Temporary, ", "))
+	}
 	switch {
+	case st.HandOver != "" && len(st.Temporary) > 0:
+		fmt.Printf("  MariaDB's replica would go on from  %s, but without the temporary tables above: a statement of the source that reads one would stop it (1146); hand over when the source's sessions hold none\n", st.HandOver)
 	case st.HandOver != "":
 		fmt.Printf("  MariaDB's replica would go on from  %s\n    (SET GLOBAL gtid_slave_pos='%s'; CHANGE MASTER TO ..., MASTER_USE_GTID=slave_pos; START SLAVE)\n", st.HandOver, st.HandOver)
 	case st.HandOverNot != "" && st.Position != "":

@@ -164,12 +164,18 @@ type Replica struct {
 	// (noteFailedBefore). Read at the start, never written.
 	failedBefore    gtid.MariaDBGTID
 	failedBeforeErr string
-	lock            *checkpoint.Lock
-	clog            *commitLog
-	workers         []*worker
-	applied         atomic.Int64
-	filtered        atomic.Int64
-	batches         atomic.Int64
+	// kept are the temporary tables of the source's sessions a run before
+	// kept for this one (checkpoint.KeptTemporary), until the statement
+	// session makes them again; restored says it has (worker.connect).
+	// Only the statement session's worker touches them once it runs.
+	kept     []checkpoint.KeptTemporary
+	restored bool
+	lock     *checkpoint.Lock
+	clog     *commitLog
+	workers  []*worker
+	applied  atomic.Int64
+	filtered atomic.Int64
+	batches  atomic.Int64
 	// rolledBack counts the transactions of batches a stop rolled back.
 	rolledBack atomic.Int64
 	// ranAhead counts the transactions run ahead of their batch's dependencies.
@@ -269,6 +275,10 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 		return Result{}, err
 	}
 	if r.begun, err = r.store.Begun(ctx); err != nil {
+		return Result{}, err
+	}
+	r.restored = false
+	if r.kept, err = r.store.KeptTemporaries(ctx); err != nil {
 		return Result{}, err
 	}
 	defer func() { r.recordStop(err) }()
@@ -384,6 +394,11 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	// A group the decoder cannot turn into a transaction passes as one
 	// with nothing to apply when --skip-gtid names it.
 	decoder.Skip = func(g gtid.MariaDBGTID) bool { return skip[g] }
+	held := make([]binlog.HeldTemporary, len(r.kept))
+	for i, k := range r.kept {
+		held[i] = binlog.HeldTemporary{Thread: k.Thread, Schema: k.DB, Table: k.Name}
+	}
+	decoder.HoldTemporary(held)
 	defer decoder.Close()
 	if r.cfg.MaxQueued <= 0 {
 		r.cfg.MaxQueued = 64 << 20

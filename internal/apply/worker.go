@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -208,6 +209,7 @@ func (w *worker) loop(ctx context.Context, done chan<- result) {
 		case j, ok := <-w.jobs:
 			if !ok {
 				w.writeDeferred()
+				w.keepTemporary()
 				w.close()
 				return
 			}
@@ -872,12 +874,44 @@ func (w *worker) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if w.slot == 0 && !w.replica.restored {
+		// The statement session, first opened in this run: the source's
+		// temporary tables a run before kept come back before anything
+		// applies.
+		restored, lost, err := s.RestoreTemporary(w.replica.cfg.Stream, w.replica.kept)
+		if err != nil {
+			s.Close()
+			return err
+		}
+		w.replica.restored, w.replica.kept = true, nil
+		if len(restored) > 0 {
+			w.log.Info("the temporary tables of the source's sessions that the run before kept are made again", "tables", strings.Join(restored, ", "))
+		}
+		if len(lost) > 0 {
+			w.log.Warn("temporary tables of the source's sessions that the run before kept could not be made again; a statement of the source that reads one will stop the run", "tables", strings.Join(lost, "; "))
+		}
+	}
 	id := s.ConnectionID()
 	w.mu.Lock()
 	w.session, w.connID = s, id
 	w.mu.Unlock()
 	w.connected = true
 	return nil
+}
+
+// keepTemporary copies, as the run ends, the temporary tables the source's
+// sessions hold in the statement session, for the next run.
+func (w *worker) keepTemporary() {
+	if w.slot != 0 || w.session == nil || !w.replica.restored {
+		return
+	}
+	kept, lost := w.session.SaveTemporary(w.replica.cfg.Stream)
+	if len(kept) > 0 {
+		w.log.Info("the temporary tables the source's sessions hold are kept for the next run", "tables", strings.Join(kept, ", "))
+	}
+	if len(lost) > 0 {
+		w.log.Warn("temporary tables the source's sessions hold end with this run: a statement of the source that reads one will stop the next run (1146); stop gapless when the source's sessions hold none", "tables", strings.Join(lost, "; "))
+	}
 }
 
 // reconnect waits for the target with backoff until it answers or ctx ends.

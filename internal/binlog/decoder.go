@@ -49,6 +49,32 @@ type Decoder struct {
 	rowsLeft bool
 	// sourceStarts is Transaction.SourceStarts of the next group.
 	sourceStarts int
+	// held are the temporary tables the target kept for the source's
+	// sessions from a run before (HoldTemporary); returned says a group
+	// has come out of the decoder.
+	held     []HeldTemporary
+	returned bool
+}
+
+// HeldTemporary is a temporary table a source session held at the target's
+// position, which the target kept for it across runs of gapless.
+type HeldTemporary struct {
+	Thread        uint32
+	Schema, Table string
+}
+
+// HoldTemporary tells the decoder of the temporary tables the target holds
+// for the source's sessions at its position, made by groups the relay log
+// may no longer hold: statements naming them go where they live.
+func (d *Decoder) HoldTemporary(held []HeldTemporary) {
+	d.held = held
+	d.holdTemporary()
+}
+
+func (d *Decoder) holdTemporary() {
+	for _, h := range d.held {
+		d.statements.temporary.Hold(h.Thread, h.Schema, h.Table)
+	}
 }
 
 // decodeRowsUpTo is the size past which a transaction's rows are left
@@ -237,8 +263,16 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Trans
 	// Read before the applied ones are passed: they may create temporary tables.
 	d.statements.Read(txn)
 	if txn.Flavor == FlavorMariaDB && d.applied.Contains(txn.MariaDB) {
+		if !d.returned && d.sourceStarts > 0 {
+			// The source started before a group the target holds: the
+			// sessions it ended are history, and so are their
+			// temporary tables; those held at the position came after.
+			d.sourceStarts = 0
+			d.holdTemporary()
+		}
 		return nil, nil
 	}
+	d.returned = true
 	return txn, nil
 }
 

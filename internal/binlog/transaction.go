@@ -149,7 +149,8 @@ type Transaction struct {
 	MayUseTemporary bool
 
 	// SourceStarts is how many times the source's binlog said, before the
-	// group and since the decoder began, that the source had started (a
+	// group and since the decoder began (or since the last group it passed
+	// as held by the target already), that the source had started (a
 	// format description event with its creation time set: the first
 	// binlog a server writes after it starts). A start ended every session
 	// of the source, and their temporary tables with them, without a DROP

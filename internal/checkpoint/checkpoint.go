@@ -111,6 +111,9 @@ func Open(ctx context.Context, db *sql.DB, stream string, binlogged bool) (*Stor
 	if err := createBegunTable(ctx, conn); err != nil {
 		return nil, err
 	}
+	if err := createTemporaryTable(ctx, conn); err != nil {
+		return nil, err
+	}
 	return &Store{db: db, stream: stream}, nil
 }
 

@@ -1,7 +1,8 @@
 // reset.go clears a stream's position, for an operator who re-seeded the
 // target from a backup: the rows of the stream in gapless.checkpoint,
-// gapless.workers and gapless.begun go, so that the next run starts from --start-position (or
-// the target's @@gtid_slave_pos).
+// gapless.workers and gapless.begun go, and the source's temporary tables
+// kept for the next run, so that the next run starts from --start-position
+// (or the target's @@gtid_slave_pos).
 //
 // Invariant: a position is never removed under a running applier. Reset
 // takes the stream's own lock for the deletion, so an applier that starts
@@ -22,6 +23,7 @@ type Removed struct {
 	Extra      int                  // transactions applied past a gap (causal order)
 	Rows       int                  // rows of gapless.checkpoint
 	WorkerRows int                  // rows of gapless.workers
+	Temporary  int                  // temporary tables of the source's sessions kept for the next run
 }
 
 // Existing reads the stream's position on the target without creating
@@ -79,6 +81,9 @@ func Reset(ctx context.Context, db *sql.DB, stream string) (Removed, error) {
 		removed.WorkerRows = int(n)
 	}
 	if err := clearBegun(ctx, conn, stream); err != nil {
+		return Removed{}, err
+	}
+	if removed.Temporary, err = clearTemporaries(ctx, conn, db, stream); err != nil {
 		return Removed{}, err
 	}
 	if err := clearStop(ctx, db, stream); err != nil {

@@ -810,6 +810,98 @@ func sourceRestartWithTemporaryTables(t *testing.T, live bool) {
 	requireEqual(t, sb)
 }
 
+// TestTemporaryTablesKeptAcrossRuns stops gapless while the source's
+// sessions hold temporary tables, and starts it again before they read
+// them. The statement session held them, and they ended with the run: the
+// next run stopped for good on the first statement that read one (1146,
+// "rebuild the target"), where MariaDB's replica keeps its temporary
+// tables across STOP SLAVE and START SLAVE. Now a run keeps them for the
+// next: two sessions holding the same name, one that shadows a base
+// table, a MEMORY one, one with an invisible, a generated and an
+// AUTO_INCREMENT column holding 0, one in a second GTID domain: kept
+// twice over, then dropped by the source, and no copy is left.
+func TestTemporaryTablesKeptAcrossRuns(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE kept",
+		"CREATE TABLE kept.t (who VARCHAR(20), id INT, v INT) ENGINE=InnoDB",
+		"CREATE TABLE kept.shadow (id INT) ENGINE=InnoDB",
+		"INSERT INTO kept.shadow VALUES (100)")
+	db := rootDB(t, sb.Primary)
+	run := func(t *testing.T, c *sql.Conn, stmts ...string) {
+		t.Helper()
+		for _, s := range stmts {
+			if _, err := c.ExecContext(context.Background(), s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+	}
+	session := func(domain int, stmts ...string) *sql.Conn {
+		t.Helper()
+		c, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		run(t, c, append([]string{"SET SESSION binlog_format=MIXED", fmt.Sprintf("SET SESSION gtid_domain_id=%d", domain)}, stmts...)...)
+		return c
+	}
+	a := session(0,
+		"CREATE TEMPORARY TABLE kept.tmp (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+		"INSERT INTO kept.tmp VALUES (1, 10), (2, 20)",
+		"CREATE TEMPORARY TABLE kept.shadow (id INT) ENGINE=MEMORY",
+		"INSERT INTO kept.shadow VALUES (7)")
+	b := session(0,
+		"CREATE TEMPORARY TABLE kept.tmp (id INT AUTO_INCREMENT PRIMARY KEY, v INT, hidden INT INVISIBLE, twice INT AS (v * 2) VIRTUAL) ENGINE=Aria",
+		"SET SESSION sql_mode='NO_AUTO_VALUE_ON_ZERO'",
+		"INSERT INTO kept.tmp (id, v, hidden) VALUES (0, 5, 55), (3, 30, 33)")
+	c := session(1,
+		"CREATE TEMPORARY TABLE kept.other (v INT) ENGINE=InnoDB",
+		"INSERT INTO kept.other VALUES (1000)")
+	relay := filepath.Join(t.TempDir(), "relay")
+	replicateUntilCaughtUp(t, sb, relay)
+	var copies int
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM gapless.temporary").Scan(&copies)
+	if copies != 4 {
+		t.Errorf("gapless.temporary holds %d tables, want the 4 the source's sessions hold", copies)
+	}
+
+	read := func() {
+		run(t, a, "INSERT INTO kept.t SELECT 'a', id, v FROM kept.tmp", "INSERT INTO kept.t SELECT 'a-shadow', id, 0 FROM kept.shadow", "UPDATE kept.tmp SET v = v + 1")
+		run(t, b, "INSERT INTO kept.t SELECT 'b', id, v + hidden + twice FROM kept.tmp", "INSERT INTO kept.tmp (v) VALUES (40)")
+		run(t, c, "INSERT INTO kept.t SELECT 'c', 0, v FROM kept.other")
+	}
+	status := gapless(t, nil, "status", "--target", sb.TargetURL)
+	if !strings.Contains(status.stdout, "kept for the next run") || !strings.Contains(status.stdout, "`kept`.`other`") {
+		t.Errorf("status does not list the temporary tables kept:\n%s", status.stdout)
+	}
+	read()
+	replicateUntilCaughtUp(t, sb, relay) // the second run keeps them again
+	read()
+	run(t, a, "DROP TEMPORARY TABLE kept.tmp", "DROP TEMPORARY TABLE kept.shadow")
+	run(t, b, "DROP TEMPORARY TABLE kept.tmp")
+	run(t, c, "DROP TEMPORARY TABLE kept.other")
+	replicateUntilCaughtUp(t, sb, relay)
+	requireEqual(t, sb)
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM gapless.temporary").Scan(&copies)
+	var tables int
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'gapless' AND TABLE_NAME LIKE 'temporary\\_%'").Scan(&tables)
+	if copies != 0 || tables != 0 {
+		t.Errorf("%d rows of gapless.temporary and %d copies are left after the source dropped every temporary table", copies, tables)
+	}
+
+	// A reset (the target re-seeded) drops what a run kept.
+	run(t, a, "CREATE TEMPORARY TABLE kept.late (v INT)", "INSERT INTO kept.late VALUES (1)")
+	replicateUntilCaughtUp(t, sb, relay)
+	if r := gapless(t, nil, "reset", "--target", sb.TargetURL); r.code != 0 || !strings.Contains(r.stdout, "1 temporary table(s)") {
+		t.Errorf("reset exited %d, want it to say it dropped the temporary table kept:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'gapless' AND TABLE_NAME LIKE 'temporary\\_%'").Scan(&tables)
+	if tables != 0 {
+		t.Errorf("%d copies are left after a reset", tables)
+	}
+}
+
 // TestGroupCutOffByASourceRestart replays a source binlog whose last group
 // before a restart holds only its first events, as a source that crashed
 // amid writing a large group leaves it (its crash recovery then rolls the

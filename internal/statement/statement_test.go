@@ -251,3 +251,22 @@ func TestCreatedSequence(t *testing.T) {
 		}
 	}
 }
+
+func TestTemporaryNames(t *testing.T) {
+	for _, c := range []struct {
+		text          string
+		held, dropped []Name
+	}{
+		{"CREATE TEMPORARY TABLE t (a INT)", []Name{{"", "t"}}, nil},
+		{"create or replace temporary table if not exists `d`.`T 1` like x", []Name{{"d", "T 1"}}, nil},
+		{"DROP TEMPORARY TABLE IF EXISTS a, d.b", nil, []Name{{"", "a"}, {"d", "b"}}},
+		{"ALTER TABLE t RENAME TO u", []Name{{"", "ALTER"}, {"", "TABLE"}, {"", "t"}, {"", "RENAME"}, {"", "TO"}, {"", "u"}}, nil},
+		{"INSERT INTO t VALUES (1)", nil, nil},
+		{"CREATE TABLE t (a INT)", nil, nil},
+	} {
+		held, dropped := TemporaryNames(c.text, 0)
+		if !slices.Equal(held, c.held) || !slices.Equal(dropped, c.dropped) {
+			t.Errorf("%s: held %v dropped %v, want %v and %v", c.text, held, dropped, c.held, c.dropped)
+		}
+	}
+}

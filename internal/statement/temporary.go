@@ -97,6 +97,36 @@ func (t *Temporary) Observe(thread uint32, db, text string, sqlMode uint64) {
 	}
 }
 
+// TemporaryNames reads a statement that is not plain DML, run under
+// sqlMode, for the temporary tables it may leave a session holding and
+// those it drops, by the names it writes (Schema "" for a name without
+// one, letters as written): a CREATE TEMPORARY TABLE or SEQUENCE names the
+// one it makes, an ALTER or RENAME every name it writes (one of them may
+// be a temporary table's new name), a DROP TEMPORARY the ones it drops. It
+// errs towards names held: a caller that must know asks the server.
+func TemporaryNames(text string, sqlMode uint64) (held, dropped []Name) {
+	lx := Lexing{ANSIQuotes: sqlMode&modeANSIQuotes != 0, NoBackslashEscapes: sqlMode&modeNoBackslashEscapes != 0, UTF8: true}
+	toks, ok := tokens(text, lx)
+	if !ok || len(toks) == 0 {
+		return nil, nil
+	}
+	switch {
+	case isWord(toks[0], "CREATE"):
+		names, _ := createdName(toks)
+		return names, nil
+	case isWord(toks[0], "DROP"):
+		names, _ := droppedNames(toks)
+		return nil, names
+	case isWord(toks[0], "ALTER") || isWord(toks[0], "RENAME"):
+		return allNames(toks), nil
+	}
+	return nil, nil
+}
+
+// Hold makes thread hold schema.table as a temporary table: one the target
+// kept for it from before the binlog read here.
+func (t *Temporary) Hold(thread uint32, schema, table string) { t.add(thread, Name{schema, table}) }
+
 // DroppedTemporary returns the names a DROP TEMPORARY TABLE IF EXISTS
 // statement drops, as it writes them (Schema "" for a name without one),
 // run under sqlMode; ok is false for any other statement (IF EXISTS left

@@ -102,6 +102,9 @@ type Session struct {
 	// starts is the binlog.Transaction.SourceStarts of the groups the
 	// session's temporary tables were made by (sourceStarted).
 	starts int
+	// held are the temporary tables the source's sessions may hold in the
+	// session's connections, by the statements it ran (kept.go).
+	held map[heldKey]bool
 	// resting: the last script ended with restOutsideBinlog, so the session
 	// is outside the binlog until the next one turns it on (run).
 	resting bool
@@ -270,17 +273,17 @@ func readOnlyHint(err error) error {
 
 // missingTableHint says, of a statement that names a table the target
 // lacks (1146), what may have happened that no replica can undo: the table
-// was a temporary table of the source's session, made before this run of
-// gapless began (or before the target restarted). Temporary tables live in
-// gapless's connection to the target and end with it. (Row events never
-// name a temporary table.)
+// was a temporary table of the source's session, lost with gapless's
+// connection to the target that held it (a crash of gapless, the target
+// restarted, the connection cut); a run that ends kept them for the next
+// (kept.go). (Row events never name a temporary table.)
 func missingTableHint(err error, txn *binlog.Transaction) error {
 	if code, _ := errorCode(err); code != 1146 || len(txn.RowEvents()) > 0 {
 		return err
 	}
-	return &hinted{err, "if it was a temporary table of the source's session, made before this run of gapless began, before the target restarted, or before gapless's connection holding it was lost (killed, or cut by the network), it is gone: " +
-		"temporary tables end with gapless's connection to the target, as a replica's end with its server; what the statement read from it cannot be applied, " +
-		"so rebuild the target, or skip the transaction knowing its changes are lost; to stop gapless safely, stop it when the source's sessions hold no temporary tables"}
+	return &hinted{err, "if it was a temporary table of the source's session, it was lost: gapless keeps the source's temporary tables from one run to the next when a run ends, " +
+		"but not when gapless was killed or crashed, the target restarted, or gapless's connection holding them was cut (as a replica's end with its server); " +
+		"what the statement read from it cannot be applied, so rebuild the target, or skip the transaction knowing its changes are lost"}
 }
 
 // roomHint says what to do when the target has no room for a group: a
@@ -1197,6 +1200,7 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 			if err != nil {
 				return nil, false, fmt.Errorf("%s: %w", txn, err)
 			}
+			s.noteHeld(txn.MariaDB.Domain, txn.MariaDB.Server, state.PseudoThreadID, string(e.Schema), text, state.SQLMode)
 			// autocommit is left as the session has it: the source clears the
 			// bit inside transactions, and setting it would commit ours.
 			state.Flags2Mask = formatFlags2(txn.Format) &^ binlog.Flags2NotAutocommit

@@ -228,6 +228,7 @@ func (s *Session) sourceStarted(txn *binlog.Transaction) error {
 		return nil
 	}
 	s.starts = txn.SourceStarts
+	s.held = nil
 	for key, p := range s.pinned {
 		if key != cleanConn {
 			s.endPinned(p)

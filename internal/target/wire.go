@@ -257,6 +257,28 @@ func (w *wire) queryString(query string) (string, error) {
 	return strings.Clone(v), err
 }
 
+// queryRows runs a query and returns its rows, every value as text (NULL
+// as "").
+func (w *wire) queryRows(query string) ([][]string, error) {
+	r, err := w.c.Execute(query)
+	if err != nil {
+		return nil, connError(err)
+	}
+	defer r.Close()
+	rows := make([][]string, r.RowNumber())
+	for i := range rows {
+		rows[i] = make([]string, r.ColumnNumber())
+		for j := range rows[i] {
+			v, err := r.GetString(i, j)
+			if err != nil {
+				return nil, err
+			}
+			rows[i][j] = strings.Clone(v)
+		}
+	}
+	return rows, nil
+}
+
 // connectionID is the server's id of this connection.
 func (w *wire) connectionID() int64 { return int64(w.c.GetConnectionID()) }
 

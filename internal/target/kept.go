@@ -1,0 +1,304 @@
+// kept.go keeps the temporary tables of the source's sessions from one run
+// of gapless to the next (checkpoint/temporary.go says why): the session
+// notes the names the source's statements may leave held (noteHeld), at
+// the run's end copies those the target holds into gapless's schema
+// (SaveTemporary), and the next run's statement session makes them again
+// before it applies anything (RestoreTemporary).
+//
+// The server lists no session's temporary tables (not before MariaDB
+// 11.2), so the names come from the statements, and the server says which
+// of them it holds: SHOW CREATE TABLE under the server id and
+// pseudo_thread_id the table was made under, which name it (a temporary
+// table is the session's own under those two), answers CREATE TEMPORARY
+// TABLE for one. A name noted wrongly costs one question; one missed (a
+// statement not read) leaves that table to end with the run, as before:
+// the next statement reading it stops the run (1146), never applies
+// without it.
+package target
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	ckpt "gapless/internal/checkpoint"
+	"gapless/internal/sqltext"
+	"gapless/internal/statement"
+)
+
+// heldKey is a temporary table a source session may hold: the domain of
+// its session's connection, the server id and pseudo_thread_id it was made
+// under, and its name as the statement wrote it.
+type heldKey struct {
+	domain, server, thread uint32
+	db, name               string
+}
+
+func (k heldKey) String() string { return quoteName(k.db) + "." + quoteName(k.name) }
+
+// noteHeld follows text, a statement of the source that is not plain DML
+// run by session thread with default database db, for the temporary
+// tables it may leave held or drop.
+func (s *Session) noteHeld(domain, server, thread uint32, db, text string, sqlMode uint64) {
+	verb := func(w string) bool { return len(text) >= len(w) && strings.EqualFold(text[:len(w)], w) }
+	switch {
+	case (verb("CREATE") || verb("DROP")) && containsFold([]byte(text), "TEMPORARY"):
+	case (verb("ALTER") || verb("RENAME")) && len(s.held) > 0:
+	default:
+		return
+	}
+	held, dropped := statement.TemporaryNames(text, sqlMode)
+	for _, n := range dropped {
+		delete(s.held, heldKey{domain, server, thread, orDefault(n.Schema, db), n.Table})
+	}
+	for _, n := range held {
+		if s.held == nil {
+			s.held = map[heldKey]bool{}
+		}
+		s.held[heldKey{domain, server, thread, orDefault(n.Schema, db), n.Table}] = true
+	}
+}
+
+// orDefault is a statement's schema for a name, db when it writes none.
+func orDefault(schema, db string) string {
+	if schema != "" {
+		return schema
+	}
+	return db
+}
+
+// keptMode is the sql_mode the copies are made and read back under: the
+// default, and a 0 in an AUTO_INCREMENT column stays a 0.
+const keptMode = "'NO_AUTO_VALUE_ON_ZERO,STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION'"
+
+// tableEngine reads the engine a SHOW CREATE TABLE names.
+var tableEngine = regexp.MustCompile(`\) ENGINE=(\w+)`)
+
+// SaveTemporary copies the temporary tables the source's sessions hold in
+// the session's connections into gapless's schema, for the next run of
+// stream (RestoreTemporary), outside the target's binlog. It returns the
+// tables kept, and those that could not be (a connection lost, one kept
+// by a prepared XA branch, a copy refused), with why; either way the
+// session's connections are left as they are, to be closed.
+func (s *Session) SaveTemporary(stream string) (kept []string, lost []string) {
+	if len(s.held) == 0 {
+		return nil, nil
+	}
+	keys := slices.SortedFunc(maps.Keys(s.held), func(a, b heldKey) int {
+		return cmp.Or(cmp.Compare(a.domain, b.domain), cmp.Compare(a.server, b.server), cmp.Compare(a.thread, b.thread),
+			strings.Compare(a.db, b.db), strings.Compare(a.name, b.name))
+	})
+	own := ""
+	ready := map[*wire]bool{}
+	for i, k := range keys {
+		c := s.connOf(k.domain)
+		if c == nil {
+			lost = append(lost, k.String()+" (its connection is gone, or keeps a prepared XA transaction)")
+			continue
+		}
+		if !ready[c] {
+			if err := c.exec([]string{"ROLLBACK", "SET @@session.sql_log_bin=0, @@session.sql_mode=" + keptMode}); err != nil {
+				lost = append(lost, k.String()+": "+err.Error())
+				continue
+			}
+			if own == "" {
+				var err error
+				if own, err = c.queryString("SELECT @@global.server_id"); err != nil {
+					lost = append(lost, k.String()+": "+err.Error())
+					continue
+				}
+			}
+			ready[c] = true
+		}
+		definition, server, err := heldDefinition(c, k, own)
+		switch {
+		case err != nil:
+			lost = append(lost, k.String()+": "+err.Error())
+			continue
+		case definition == "":
+			continue // not held
+		}
+		copyName := ckpt.CopyName(stream, i)
+		if err := copyTemporary(c, k, server, definition, stream, copyName); err != nil {
+			_ = c.exec([]string{"DROP TABLE IF EXISTS " + ckpt.Schema + "." + quoteName(copyName)})
+			lost = append(lost, k.String()+": "+err.Error())
+			continue
+		}
+		kept = append(kept, k.String())
+	}
+	s.Forget()
+	return kept, lost
+}
+
+// connOf is the connection where the temporary tables of domain live, or
+// nil.
+func (s *Session) connOf(domain uint32) *wire {
+	switch {
+	case !s.opts.KeepGTID:
+		return s.conn // one connection for all
+	case s.temporary && s.domain == domain:
+		return s.conn
+	case s.pinned[domain] != nil:
+		return s.pinned[domain].conn
+	}
+	return nil
+}
+
+// heldDefinition asks c whether it holds k as a temporary table, under the
+// server id the group had or the target's own (own: a group applied in
+// parts, or the target's binlog not kept): its SHOW CREATE TABLE and that
+// server id, or "" when it does not.
+func heldDefinition(c *wire, k heldKey, own string) (string, uint32, error) {
+	for _, server := range []string{strconv.FormatUint(uint64(k.server), 10), own} {
+		if err := c.exec([]string{"SET @@session.server_id=" + server + ", @@session.pseudo_thread_id=" + strconv.FormatUint(uint64(k.thread), 10)}); err != nil {
+			return "", 0, err
+		}
+		rows, err := c.queryRows("SHOW CREATE TABLE " + k.String())
+		if code, _ := errorCode(err); code == 1146 || code == 1049 {
+			continue
+		}
+		if err != nil {
+			return "", 0, err
+		}
+		if len(rows) == 1 && len(rows[0]) == 2 && strings.HasPrefix(rows[0][1], "CREATE TEMPORARY TABLE") {
+			id, _ := strconv.ParseUint(server, 10, 32)
+			return rows[0][1], uint32(id), nil
+		}
+		// A base table of that name: the session holds no temporary one
+		// under these ids.
+	}
+	return "", 0, nil
+}
+
+// copyTemporary copies k, held on c under the ids set, into copyName with
+// its row in gapless.temporary.
+func copyTemporary(c *wire, k heldKey, server uint32, definition, stream, copyName string) error {
+	columns, err := storedColumns(c, k.String())
+	if err != nil {
+		return err
+	}
+	target := ckpt.Schema + "." + quoteName(copyName)
+	stmts := []string{
+		"DROP TABLE IF EXISTS " + target,
+		"CREATE TABLE " + target + " LIKE " + k.String(),
+	}
+	if m := tableEngine.FindStringSubmatch(definition); m != nil && strings.EqualFold(m[1], "MEMORY") {
+		// Its rows must outlive a restart of the target.
+		stmts = append(stmts, "ALTER TABLE "+target+" ENGINE=InnoDB")
+	}
+	stmts = append(stmts,
+		"INSERT INTO "+target+" ("+columns+") SELECT "+columns+" FROM "+k.String(),
+		fmt.Sprintf("INSERT INTO %s.%s (stream, copy, domain_id, server_id, thread_id, db, name, definition, saved_at) VALUES (%s, %s, %d, %d, %d, %s, %s, %s, UTC_TIMESTAMP(6))",
+			ckpt.Schema, ckpt.TemporaryTable, sqltext.Literal(stream), sqltext.Literal(copyName), k.domain, server, k.thread,
+			sqltext.Literal(k.db), sqltext.Literal(k.name), sqltext.Literal(definition)))
+	return c.exec(stmts)
+}
+
+// storedColumns lists the columns of table a row is written with: every
+// one, invisible ones too (SELECT * leaves them out), but those the server
+// computes.
+func storedColumns(c *wire, table string) (string, error) {
+	rows, err := c.queryRows("SHOW COLUMNS FROM " + table)
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	for _, r := range rows {
+		if len(r) >= 6 && !strings.Contains(strings.ToUpper(r[5]), "GENERATED") {
+			names = append(names, quoteName(r[0]))
+		}
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf("SHOW COLUMNS FROM %s lists no column it can copy", table)
+	}
+	return strings.Join(names, ", "), nil
+}
+
+// RestoreTemporary makes again, in the session, the temporary tables a
+// run before kept (SaveTemporary), each on the connection of its domain
+// under the ids it was made under, outside the target's binlog, and drops
+// their copies: restored or not, a copy is never made again later. It
+// returns the tables restored and those that could not be, with why.
+func (s *Session) RestoreTemporary(stream string, kept []ckpt.KeptTemporary) (restored []string, lost []string, err error) {
+	for _, k := range kept {
+		key := heldKey{k.Domain, k.Server, k.Thread, k.DB, k.Name}
+		if err := s.takeDomain(k.Domain); err != nil {
+			return restored, lost, err
+		}
+		copyName := ckpt.Schema + "." + quoteName(k.Copy)
+		set := "SET @@session.sql_log_bin=0, @@session.sql_mode=" + keptMode + fmt.Sprintf(", @@session.server_id=%d, @@session.pseudo_thread_id=%d", k.Server, k.Thread)
+		if s.opts.KeepGTID {
+			// The domain its groups come in: a session holding temporary
+			// tables may not change it while it binlogs (1953).
+			set += fmt.Sprintf(", @@session.gtid_domain_id=%d", k.Domain)
+		}
+		err := s.conn.exec([]string{"ROLLBACK", set})
+		var columns string
+		if err == nil {
+			columns, err = storedColumns(s.conn, copyName)
+		}
+		if err == nil {
+			err = s.conn.exec([]string{"USE " + quoteName(k.DB), k.Definition,
+				"INSERT INTO " + key.String() + " (" + columns + ") SELECT " + columns + " FROM " + copyName})
+		}
+		if err != nil {
+			_ = s.conn.exec([]string{"DROP TEMPORARY TABLE IF EXISTS " + key.String()})
+			lost = append(lost, key.String()+": "+err.Error())
+		} else {
+			restored = append(restored, key.String())
+			if s.held == nil {
+				s.held = map[heldKey]bool{}
+			}
+			s.held[key] = true
+		}
+		if err := s.conn.exec([]string{"DROP TABLE IF EXISTS " + copyName,
+			"DELETE FROM " + ckpt.Schema + "." + ckpt.TemporaryTable + " WHERE stream = " + sqltext.Literal(stream) + " AND copy = " + sqltext.Literal(k.Copy)}); err != nil {
+			return restored, lost, fmt.Errorf("target: drop the copy %s of the temporary table %s: %w", copyName, key, err)
+		}
+	}
+	// As between groups: out of the binlog when the session rests there
+	// (toRest), else as prepare set it; every variable set again.
+	rest := []string{restStatement}
+	if s.opts.WriteBinlog && !s.opts.KeepGTID {
+		rest = append(rest, binlogAgain)
+	}
+	if err := s.conn.exec(rest); err != nil {
+		return restored, lost, err
+	}
+	s.resting = s.holdsTemporary() && s.opts.KeepGTID
+	s.Forget()
+	return restored, lost, nil
+}
+
+// takeDomain makes the session's connection the one of domain's temporary
+// tables: the one it is on when that holds none yet, else a new one, the
+// other set aside as toDomain does.
+func (s *Session) takeDomain(domain uint32) error {
+	switch {
+	case !s.temporary, !s.opts.KeepGTID:
+		s.temporary, s.domain = true, domain
+		return nil
+	case s.domain == domain:
+		return nil
+	}
+	conn, err := dial(context.Background(), s.opts.Server)
+	if err != nil {
+		return err
+	}
+	// Set aside at rest, as after a group, its variables to be set again.
+	if err := s.conn.exec([]string{restOutsideBinlog}); err != nil {
+		conn.close()
+		return err
+	}
+	s.resting = s.holdsTemporary()
+	s.Forget()
+	s.setAside(s.domain)
+	s.conn, s.format, s.state, s.db, s.resting = conn, nil, nil, "", false
+	s.temporary, s.domain = true, domain
+	return s.prepare()
+}
