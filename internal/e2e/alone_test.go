@@ -735,14 +735,7 @@ func sourceRestartWithTemporaryTables(t *testing.T, live bool) {
 		}
 		return c, id
 	}
-	run := func(c *sql.Conn, stmts ...string) {
-		t.Helper()
-		for _, s := range stmts {
-			if _, err := c.ExecContext(context.Background(), s); err != nil {
-				t.Fatalf("%s: %v", s, err)
-			}
-		}
-	}
+	run := func(c *sql.Conn, stmts ...string) { t.Helper(); connExec(t, c, stmts...) }
 	fill := func(c *sql.Conn, n int) {
 		run(c, "SET SESSION binlog_format=MIXED",
 			"CREATE TEMPORARY TABLE IF NOT EXISTS again.tmp (v INT) ENGINE=InnoDB",
@@ -828,14 +821,7 @@ func TestTemporaryTablesKeptAcrossRuns(t *testing.T) {
 		"CREATE TABLE kept.shadow (id INT) ENGINE=InnoDB",
 		"INSERT INTO kept.shadow VALUES (100)")
 	db := rootDB(t, sb.Primary)
-	run := func(t *testing.T, c *sql.Conn, stmts ...string) {
-		t.Helper()
-		for _, s := range stmts {
-			if _, err := c.ExecContext(context.Background(), s); err != nil {
-				t.Fatalf("%s: %v", s, err)
-			}
-		}
-	}
+	run := connExec
 	session := func(domain int, stmts ...string) *sql.Conn {
 		t.Helper()
 		c, err := db.Conn(context.Background())

@@ -129,6 +129,16 @@ func mustExec(t *testing.T, srv *sandbox.Server, stmts ...string) {
 	}
 }
 
+// connExec runs stmts on one session of a server, in order.
+func connExec(t *testing.T, c *sql.Conn, stmts ...string) {
+	t.Helper()
+	for _, s := range stmts {
+		if _, err := c.ExecContext(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
 func rootDB(t *testing.T, srv *sandbox.Server) *sql.DB {
 	t.Helper()
 	db, err := srv.Open("")
