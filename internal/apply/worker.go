@@ -556,7 +556,7 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			}
 			cut = errRoundTripLost
 		}
-		if cut != nil && w.session != nil && (target.PartsStay(txn) || txn.Has(binlog.FlagDDL)) {
+		if cut != nil && w.session != nil && target.Marked(txn) {
 			// It began if its mark, committed before its first
 			// statement, is the domain's last one.
 			marks, err := w.replica.store.Begun(run)

@@ -129,6 +129,16 @@ func AppliesAlone(txn *binlog.Transaction) bool {
 	return s == shapeAlone || s == shapeXAPrepare
 }
 
+// Marked reports whether txn's round trip first commits that it begins
+// (Options.BegunMark): a group whose writes stay (PartsStay), or a DDL,
+// whose recovery on the target after a crash amid it only the mark tells
+// from a client's write (Session.AppliedAlone). Not the XA COMMIT or XA
+// ROLLBACK of a branch prepared on the session's connection: nothing else
+// may run there before it, and it is no DDL the target recovers.
+func Marked(txn *binlog.Transaction) bool {
+	return PartsStay(txn) || txn.Has(binlog.FlagDDL) && endsXA(txn) == (xid{})
+}
+
 // PartsStay reports whether txn, should it fail amid its statements, may
 // leave on the target what the statements before the failing one wrote:
 // a group of several statements (a run of row events is one) that the

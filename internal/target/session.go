@@ -972,7 +972,7 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 	apart := s.statementsApart(txn, shape)
 	s.lastApart = apart
 	defer func() { s.lastApart = 0 }()
-	if s.opts.BegunMark != nil && txn.Flavor == binlog.FlavorMariaDB && (PartsStay(txn) || txn.Has(binlog.FlagDDL)) {
+	if s.opts.BegunMark != nil && txn.Flavor == binlog.FlavorMariaDB && Marked(txn) {
 		// In autocommit, before anything of the group: committed first.
 		// (A DDL's mark tells its recovery on the target from a client's
 		// write: AppliedAlone.)
