@@ -170,6 +170,17 @@ type Replica struct {
 	// Only the statement session's worker touches them once it runs.
 	kept     []checkpoint.KeptTemporary
 	restored bool
+	// lost are the temporary tables source sessions hold that the target
+	// lost (a connection of the statement session cut, the run before
+	// killed), for the statement session (target.Session.Lose); lostN
+	// counts their changes.
+	lostMu sync.Mutex
+	lost   []binlog.HeldTemporary
+	lostN  atomic.Int64
+	// endedBefore says the run before ended on its own terms
+	// (checkpoint.Store.MarkRunning); once the first group is decoded,
+	// what it lost is in lost.
+	endedBefore bool
 	lock     *checkpoint.Lock
 	clog     *commitLog
 	workers  []*worker
@@ -281,6 +292,19 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 	if r.kept, err = r.store.KeptTemporaries(ctx); err != nil {
 		return Result{}, err
 	}
+	r.setLost(nil)
+	if r.endedBefore, err = r.store.MarkRunning(ctx); err != nil {
+		return Result{}, err
+	}
+	defer func() {
+		// Ended on its own terms: unless temporary tables were lost on
+		// the way, which the next run must know of (from the binlog).
+		if len(r.lostTemporary()) == 0 {
+			if err := r.store.EndRunning(context.Background()); err != nil {
+				r.log.Warn("could not record the run's end", "error", err)
+			}
+		}
+	}()
 	defer func() { r.recordStop(err) }()
 	applied, err := r.store.Applied(ctx)
 	if err != nil {
@@ -418,6 +442,18 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			if err != nil {
 				decErr <- err
 				return
+			}
+			if !r.endedBefore {
+				// The run before was killed: the temporary tables the
+				// source's sessions held then are lost on the target.
+				r.endedBefore = true
+				held, ok := decoder.HeldAtStart()
+				switch {
+				case !ok:
+					r.log.Warn("the run before ended without keeping the source's temporary tables (killed?), and which ones the source's sessions held cannot be told from the relay log; a statement that makes one again with IF NOT EXISTS would leave the target short of its rows")
+				case len(held) > 0:
+					r.setLost(held)
+				}
 			}
 			r.obs.decodedBytes.Add(int64(txn.Size))
 			if err := budget.take(pipeCtx, int64(txn.Size)); err != nil {
@@ -794,6 +830,21 @@ func (r *Replica) untilAfter(txn *binlog.Transaction) bool {
 	}
 	g, ok := r.cfg.Until.Get(txn.MariaDB.Domain)
 	return ok && txn.MariaDB.Seq >= g.Seq && len(r.cfg.Until.Domains()) == 1
+}
+
+// setLost makes held the temporary tables source sessions hold that the
+// target lost.
+func (r *Replica) setLost(held []binlog.HeldTemporary) {
+	r.lostMu.Lock()
+	r.lost = held
+	r.lostMu.Unlock()
+	r.lostN.Add(1)
+}
+
+func (r *Replica) lostTemporary() []binlog.HeldTemporary {
+	r.lostMu.Lock()
+	defer r.lostMu.Unlock()
+	return r.lost
 }
 
 // highestStarted is the highest group index a worker has begun to execute:

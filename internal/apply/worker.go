@@ -102,6 +102,13 @@ type worker struct {
 
 	session *target.Session
 	connID  int64
+	// ending: the run is over, and the worker closes its connection for
+	// good. lostSeen is the Replica.lostN its session was last told of.
+	ending   bool
+	lostSeen int64
+	// starts is the SourceStarts of the session's last connection
+	// (target.Session.GoOnFrom).
+	starts int
 	// connected: the worker has had a connection in this run, so a
 	// missing one is lost, not yet opened.
 	connected bool
@@ -210,6 +217,7 @@ func (w *worker) loop(ctx context.Context, done chan<- result) {
 			if !ok {
 				w.writeDeferred()
 				w.keepTemporary()
+				w.ending = true
 				w.close()
 				return
 			}
@@ -219,6 +227,7 @@ func (w *worker) loop(ctx context.Context, done chan<- result) {
 				// most.
 				w.writeDeferred()
 			}
+			w.noteLost()
 			applied, err := w.apply(ctx, j)
 			w.setState(StateIdle, nil)
 			done <- result{w: w, job: j, err: err, applied: applied}
@@ -891,12 +900,29 @@ func (w *worker) connect(ctx context.Context) error {
 			w.log.Warn("temporary tables of the source's sessions that the run before kept could not be made again; a statement of the source that reads one will stop the run", "tables", strings.Join(lost, "; "))
 		}
 	}
+	if w.slot == 0 {
+		s.GoOnFrom(w.starts)
+		w.lostSeen = w.replica.lostN.Load()
+		s.Lose(w.replica.lostTemporary())
+	}
 	id := s.ConnectionID()
 	w.mu.Lock()
 	w.session, w.connID = s, id
 	w.mu.Unlock()
 	w.connected = true
 	return nil
+}
+
+// noteLost tells the statement session of temporary tables the target
+// lost since it was told last (Replica.lost).
+func (w *worker) noteLost() {
+	if w.slot != 0 || w.session == nil {
+		return
+	}
+	if n := w.replica.lostN.Load(); n != w.lostSeen {
+		w.lostSeen = n
+		w.session.Lose(w.replica.lostTemporary())
+	}
 }
 
 // keepTemporary copies, as the run ends, the temporary tables the source's
@@ -906,6 +932,10 @@ func (w *worker) keepTemporary() {
 		return
 	}
 	kept, lost := w.session.SaveTemporary(w.replica.cfg.Stream)
+	if len(lost) > 0 || w.session.Lacks() > 0 {
+		// The next run must know of them (from the binlog).
+		w.replica.setLost(w.session.Held())
+	}
 	if len(kept) > 0 {
 		w.log.Info("the temporary tables the source's sessions hold are kept for the next run", "tables", strings.Join(kept, ", "))
 	}
@@ -955,7 +985,16 @@ func (w *worker) applied(ctx context.Context, txn *binlog.Transaction) (bool, er
 func (w *worker) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.session != nil && w.slot == 0 && !w.ending {
+		// The statement session's connection ends amid the run: the
+		// temporary tables the source's sessions hold end with it.
+		if held := w.session.Held(); len(held) > 0 {
+			w.replica.setLost(held)
+			w.log.Warn("the connection that held the source's temporary tables ended; a statement that reads one will stop the run", "tables", len(held))
+		}
+	}
 	if w.session != nil {
+		w.starts = w.session.SourceStarts()
 		w.session.Close()
 		w.session = nil
 		w.connID = 0

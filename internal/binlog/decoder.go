@@ -20,6 +20,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"gapless/internal/gtid"
+	"gapless/internal/statement"
 )
 
 // Applied says which transactions the target holds already.
@@ -54,6 +55,11 @@ type Decoder struct {
 	// has come out of the decoder.
 	held     []HeldTemporary
 	returned bool
+	// atStart are the temporary tables the source's sessions held at the
+	// target's position by the binlog read, known once a group has come
+	// out (HeldAtStart).
+	atStart     []HeldTemporary
+	atStartRead bool
 }
 
 // HeldTemporary is a temporary table a source session held at the target's
@@ -69,6 +75,15 @@ type HeldTemporary struct {
 func (d *Decoder) HoldTemporary(held []HeldTemporary) {
 	d.held = held
 	d.holdTemporary()
+}
+
+// HeldAtStart returns the temporary tables the source's sessions held at
+// the target's position, as the relay log tells (names in lower case):
+// those made by groups it holds that no later group it holds dropped. ok
+// is false before a group has come out of the decoder, or when a
+// statement about temporary tables could not be read.
+func (d *Decoder) HeldAtStart() (held []HeldTemporary, ok bool) {
+	return d.atStart, d.atStartRead
 }
 
 func (d *Decoder) holdTemporary() {
@@ -260,9 +275,16 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Trans
 		txn.Events, txn.Filtered, txn.OpaqueRows = nil, true, false
 		d.skipping = nil
 	}
+	applied := txn.Flavor == FlavorMariaDB && d.applied.Contains(txn.MariaDB)
+	if !applied && !d.returned {
+		// What the sessions held at the position: before this group.
+		d.atStartRead = d.statements.temporary.Each(func(thread uint32, n statement.Name) {
+			d.atStart = append(d.atStart, HeldTemporary{Thread: thread, Schema: n.Schema, Table: n.Table})
+		})
+	}
 	// Read before the applied ones are passed: they may create temporary tables.
 	d.statements.Read(txn)
-	if txn.Flavor == FlavorMariaDB && d.applied.Contains(txn.MariaDB) {
+	if applied {
 		if !d.returned && d.sourceStarts > 0 {
 			// The source started before a group the target holds: the
 			// sessions it ended are history, and so are their

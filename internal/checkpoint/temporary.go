@@ -42,6 +42,12 @@ const createTemporary = `CREATE TABLE IF NOT EXISTS ` + Schema + `.temporary (
 // TemporaryTable is the name of the table, in Schema.
 const TemporaryTable = "temporary"
 
+// runningMark is the copy name of a row that says a run of the stream is
+// under way: one found at a run's start says the run before ended without
+// keeping its temporary tables (killed), which the source's sessions may
+// still hold (MarkRunning).
+const runningMark = "#running"
+
 // KeptTemporary is a temporary table of a source session kept for the
 // next run.
 type KeptTemporary struct {
@@ -74,7 +80,7 @@ func (s *Store) KeptTemporaries(ctx context.Context) ([]KeptTemporary, error) {
 }
 
 func keptTemporaries(ctx context.Context, db *sql.DB, stream string) ([]KeptTemporary, error) {
-	rows, err := db.QueryContext(ctx, "SELECT copy, domain_id, server_id, thread_id, db, name, definition FROM "+Schema+"."+TemporaryTable+" WHERE stream = ? ORDER BY domain_id, copy", stream)
+	rows, err := db.QueryContext(ctx, "SELECT copy, domain_id, server_id, thread_id, db, name, definition FROM "+Schema+"."+TemporaryTable+" WHERE stream = ? AND copy <> ? ORDER BY domain_id, copy", stream, runningMark)
 	if code := mysqlCode(err); code == 1146 || code == 1049 {
 		return nil, nil
 	}
@@ -96,6 +102,43 @@ func keptTemporaries(ctx context.Context, db *sql.DB, stream string) ([]KeptTemp
 	return kept, nil
 }
 
+// MarkRunning records that a run of the stream is under way, until
+// EndRunning; ended says whether the run before ended so (false: it was
+// killed, or its host or the target went down, and the temporary tables
+// its statement session held are lost).
+func (s *Store) MarkRunning(ctx context.Context) (ended bool, err error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return false, fmt.Errorf("target: %w", err)
+	}
+	defer Discard(conn)
+	if _, err := conn.ExecContext(ctx, "SET @@session.sql_log_bin=0"); err != nil {
+		return false, fmt.Errorf("target: %w", err)
+	}
+	res, err := conn.ExecContext(ctx, "INSERT IGNORE INTO "+Schema+"."+TemporaryTable+" (stream, copy, domain_id, server_id, thread_id, db, name, definition, saved_at) VALUES (?, ?, 0, 0, 0, '', '', '', UTC_TIMESTAMP(6))", s.stream, runningMark)
+	if err != nil {
+		return false, fmt.Errorf("target: write %s.%s: %w", Schema, TemporaryTable, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// EndRunning removes MarkRunning's record, as a run ends on its own terms.
+func (s *Store) EndRunning(ctx context.Context) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	defer Discard(conn)
+	if _, err := conn.ExecContext(ctx, "SET @@session.sql_log_bin=0"); err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "DELETE FROM "+Schema+"."+TemporaryTable+" WHERE stream = ? AND copy = ?", s.stream, runningMark); err != nil {
+		return fmt.Errorf("target: write %s.%s: %w", Schema, TemporaryTable, err)
+	}
+	return nil
+}
+
 // clearTemporaries drops the copies a run of stream kept, and their rows,
 // on conn, outside the binlog.
 func clearTemporaries(ctx context.Context, conn *sql.Conn, db *sql.DB, stream string) (int, error) {
@@ -108,10 +151,9 @@ func clearTemporaries(ctx context.Context, conn *sql.Conn, db *sql.DB, stream st
 			return 0, fmt.Errorf("target: drop %s.%s: %w", Schema, k.Copy, err)
 		}
 	}
-	if len(kept) > 0 {
-		if _, err := conn.ExecContext(ctx, "DELETE FROM "+Schema+"."+TemporaryTable+" WHERE stream = ?", stream); err != nil {
-			return 0, fmt.Errorf("target: clear %s.%s: %w", Schema, TemporaryTable, err)
-		}
+	_, err = conn.ExecContext(ctx, "DELETE FROM "+Schema+"."+TemporaryTable+" WHERE stream = ?", stream)
+	if code := mysqlCode(err); err != nil && code != 1146 {
+		return 0, fmt.Errorf("target: clear %s.%s: %w", Schema, TemporaryTable, err)
 	}
 	return len(kept), nil
 }

@@ -235,3 +235,66 @@ func TestTemporaryTableGoneAfterARestart(t *testing.T) {
 		t.Fatalf("the target holds %d rows of the transaction that stopped the run (%v)", rows, err)
 	}
 }
+
+// TestLostTemporaryTableIsNotMadeAgainEmpty: a source session holds a
+// temporary table the target lost (gapless killed; the connection that
+// held it cut while gapless runs), then makes it with CREATE TEMPORARY
+// TABLE IF NOT EXISTS, which does nothing on the source, and fills a real
+// table from it. On the target the CREATE made an empty table and the
+// real table ended short of rows, silently (as on MariaDB's replica after
+// its server restarts). Now the run stops at that CREATE, saying so, and
+// applies nothing of it.
+func TestLostTemporaryTableIsNotMadeAgainEmpty(t *testing.T) {
+	for _, how := range []string{"killed", "connection-cut"} {
+		t.Run(how, func(t *testing.T) {
+			sb := upSandbox(t)
+			relay := filepath.Join(t.TempDir(), "relay")
+			mustExec(t, sb.Primary, "CREATE DATABASE tt", "CREATE TABLE tt.r (id INT PRIMARY KEY, v INT) ENGINE=InnoDB")
+			session, err := rootDB(t, sb.Primary).Conn(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer session.Close()
+			connExec(t, session, "SET SESSION binlog_format=MIXED",
+				"CREATE TEMPORARY TABLE tt.tmp (id INT, v INT) ENGINE=InnoDB", "INSERT INTO tt.tmp VALUES (1, 1), (2, 2)")
+			cmd, stderr, wait := background(t, replicateArgs(sb.SourceURL, sb.TargetURL, relay)...)
+			waitApplied(t, sb, primaryPosition(t, sb), 30*time.Second, stderr)
+			if how == "killed" {
+				if err := cmd.Process.Kill(); err != nil {
+					t.Fatal(err)
+				}
+				wait()
+			} else {
+				// Every connection of gapless's to the target, cut: the
+				// workers connect again and go on.
+				mustExec(t, sb.Target, "BEGIN NOT ATOMIC FOR c IN (SELECT id FROM information_schema.PROCESSLIST WHERE user = 'gapless') DO KILL CONNECTION c.id; END FOR; END")
+			}
+			connExec(t, session, "CREATE TEMPORARY TABLE IF NOT EXISTS tt.tmp (id INT, v INT) ENGINE=InnoDB", "INSERT INTO tt.r SELECT * FROM tt.tmp")
+			stop := binlogPos(t, sb.Primary)
+			var r run
+			if how == "killed" {
+				r = gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", stop)...)
+			} else {
+				select {
+				case r = <-waitAsync(wait):
+				case <-time.After(time.Minute):
+					t.Fatalf("gapless went on past the lost temporary table:\n%s", stderr.String())
+				}
+			}
+			if r.code == 0 || !strings.Contains(r.stderr, "which the target lost") {
+				t.Fatalf("exit %d, want a stop at the CREATE ... IF NOT EXISTS of the lost table:\n%s", r.code, r.stderr)
+			}
+			var rows int
+			if err := rootDB(t, sb.Target).QueryRow("SELECT COUNT(*) FROM tt.r").Scan(&rows); err != nil || rows != 0 {
+				t.Fatalf("the target holds %d rows of tt.r, filled from a temporary table it lost (%v)", rows, err)
+			}
+		})
+	}
+}
+
+// waitAsync runs wait in the background.
+func waitAsync(wait func() run) <-chan run {
+	done := make(chan run, 1)
+	go func() { done <- wait() }()
+	return done
+}

@@ -123,6 +123,20 @@ func TemporaryNames(text string, sqlMode uint64) (held, dropped []Name) {
 	return nil, nil
 }
 
+// Each calls f with every name held and a session holding it, in lower
+// case; false when every name counts as held (Unknown), and then not at all.
+func (t *Temporary) Each(f func(thread uint32, n Name)) bool {
+	if t.unknown {
+		return false
+	}
+	for n, threads := range t.held {
+		for thread := range threads {
+			f(thread, n)
+		}
+	}
+	return true
+}
+
 // Hold makes thread hold schema.table as a temporary table: one the target
 // kept for it from before the binlog read here.
 func (t *Temporary) Hold(thread uint32, schema, table string) { t.add(thread, Name{schema, table}) }

@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 
+	"gapless/internal/binlog"
 	ckpt "gapless/internal/checkpoint"
 	"gapless/internal/sqltext"
 	"gapless/internal/statement"
@@ -70,6 +71,100 @@ func orDefault(schema, db string) string {
 		return schema
 	}
 	return db
+}
+
+// lostKey is a temporary table a source session holds that the target
+// lost (Lose): its session and name, in lower case.
+type lostKey struct {
+	thread   uint32
+	db, name string
+}
+
+// Held returns the temporary tables the source's sessions may hold in the
+// session's connections, and those the target lost before (Lose) that no
+// statement since has made or dropped: what a source session may hold
+// that a new connection lacks.
+func (s *Session) Held() []binlog.HeldTemporary {
+	var held []binlog.HeldTemporary
+	for k := range s.held {
+		held = append(held, binlog.HeldTemporary{Thread: k.thread, Schema: k.db, Table: k.name})
+	}
+	for k := range s.lost {
+		held = append(held, binlog.HeldTemporary{Thread: k.thread, Schema: k.db, Table: k.name})
+	}
+	return held
+}
+
+// Lose tells the session of temporary tables source sessions hold that the
+// target lost with a connection (a connection cut, gapless killed), but
+// those it holds (made again by RestoreTemporary). A statement that would
+// make one again, empty, where the source's session kept its rows (CREATE
+// TEMPORARY TABLE IF NOT EXISTS) then stops the run instead of diverging
+// (remakesLost).
+func (s *Session) Lose(lost []binlog.HeldTemporary) {
+	for _, h := range lost {
+		k := lostKey{h.Thread, strings.ToLower(h.Schema), strings.ToLower(h.Table)}
+		if s.holds(k) {
+			continue
+		}
+		if s.lost == nil {
+			s.lost = map[lostKey]bool{}
+		}
+		s.lost[k] = true
+	}
+}
+
+// SourceStarts is the binlog.Transaction.SourceStarts of the groups the
+// session applied last; a session that takes over from one whose
+// connection ended goes on from it (GoOnFrom), so that a start of the
+// source before it is not taken for one that ended the sessions it lost.
+func (s *Session) SourceStarts() int { return s.starts }
+
+// GoOnFrom makes the session go on from one whose connection ended, whose
+// groups came after starts starts of the source.
+func (s *Session) GoOnFrom(starts int) { s.starts = starts }
+
+// Lacks is how many temporary tables the source's sessions hold that the
+// target lost (Lose), as far as the session knows.
+func (s *Session) Lacks() int { return len(s.lost) }
+
+func (s *Session) holds(k lostKey) bool {
+	for h := range s.held {
+		if h.thread == k.thread && strings.EqualFold(h.db, k.db) && strings.EqualFold(h.name, k.name) {
+			return true
+		}
+	}
+	return false
+}
+
+// ifNotExists matches the IF NOT EXISTS of a CREATE.
+var ifNotExists = regexp.MustCompile(`(?i)\bIF\s+NOT\s+EXISTS\b`)
+
+// remakesLost stops text, a statement of source session thread with
+// default database db, when it would make again a temporary table the
+// target lost that the source's session still holds; a statement that
+// makes or drops one for good ends what the session knows of it.
+func (s *Session) remakesLost(thread uint32, db, text string, sqlMode uint64) error {
+	if len(s.lost) == 0 || !containsFold([]byte(text), "TEMPORARY") {
+		return nil
+	}
+	made, dropped := statement.TemporaryNames(text, sqlMode)
+	for _, n := range dropped {
+		delete(s.lost, lostKey{thread, strings.ToLower(orDefault(n.Schema, db)), strings.ToLower(n.Table)})
+	}
+	for _, n := range made {
+		k := lostKey{thread, strings.ToLower(orDefault(n.Schema, db)), strings.ToLower(n.Table)}
+		if !s.lost[k] {
+			continue
+		}
+		if ifNotExists.MatchString(text) {
+			return fmt.Errorf("the source's session %d held the temporary table %s.%s, which the target lost with gapless's connection that held it (gapless killed, or the connection cut): "+
+				"this statement would make it again, empty, where the source's session kept its rows, and the target would differ (MariaDB's replica goes on so after its server restarts); "+
+				"rebuild the target, or skip this transaction knowing the target then lacks what the source read from that table", thread, quoteName(orDefault(n.Schema, db)), quoteName(n.Table))
+		}
+		delete(s.lost, k)
+	}
+	return nil
 }
 
 // keptMode is the sql_mode the copies are made and read back under: the

@@ -105,6 +105,9 @@ type Session struct {
 	// held are the temporary tables the source's sessions may hold in the
 	// session's connections, by the statements it ran (kept.go).
 	held map[heldKey]bool
+	// lost are temporary tables source sessions hold that the target lost
+	// (Lose).
+	lost map[lostKey]bool
 	// resting: the last script ended with restOutsideBinlog, so the session
 	// is outside the binlog until the next one turns it on (run).
 	resting bool
@@ -1198,6 +1201,9 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 			}
 			state, err := binlog.QuerySessionState(ev.Header, e)
 			if err != nil {
+				return nil, false, fmt.Errorf("%s: %w", txn, err)
+			}
+			if err := s.remakesLost(state.PseudoThreadID, string(e.Schema), text, state.SQLMode); err != nil {
 				return nil, false, fmt.Errorf("%s: %w", txn, err)
 			}
 			s.noteHeld(txn.MariaDB.Domain, txn.MariaDB.Server, state.PseudoThreadID, string(e.Schema), text, state.SQLMode)

@@ -228,7 +228,7 @@ func (s *Session) sourceStarted(txn *binlog.Transaction) error {
 		return nil
 	}
 	s.starts = txn.SourceStarts
-	s.held = nil
+	s.held, s.lost = nil, nil
 	for key, p := range s.pinned {
 		if key != cleanConn {
 			s.endPinned(p)
