@@ -181,12 +181,12 @@ type Replica struct {
 	// (checkpoint.Store.MarkRunning); once the first group is decoded,
 	// what it lost is in lost.
 	endedBefore bool
-	lock     *checkpoint.Lock
-	clog     *commitLog
-	workers  []*worker
-	applied  atomic.Int64
-	filtered atomic.Int64
-	batches  atomic.Int64
+	lock        *checkpoint.Lock
+	clog        *commitLog
+	workers     []*worker
+	applied     atomic.Int64
+	filtered    atomic.Int64
+	batches     atomic.Int64
 	// rolledBack counts the transactions of batches a stop rolled back.
 	rolledBack atomic.Int64
 	// ranAhead counts the transactions run ahead of their batch's dependencies.
