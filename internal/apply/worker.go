@@ -702,6 +702,36 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 			time.Sleep(min(time.Duration(lost)*10*time.Millisecond, 200*time.Millisecond))
 			continue
 		}
+		if target.Interrupted(ae.Err) && w.session.HoldsTemporary() {
+			// The same, on the connection that holds the source's
+			// temporary tables, kept: only its transaction ends, and the
+			// checkpoint is read through the pool.
+			w.session.Rollback(run)
+			if clog.dropped(j.gi) {
+				return w.settleDropped(run, j)
+			}
+			done, err := w.applied(run, txn)
+			if err != nil {
+				w.log.Warn("cannot read the position back; reconnecting", "error", err)
+				w.close()
+				continue
+			}
+			if done {
+				w.committed(j)
+				return nil
+			}
+			w.replica.retried(RetryInterrupted)
+			if early {
+				// As after a lost connection: again only once its
+				// dependencies have committed.
+				early = false
+				w.setState(StateWaitingDeps, j)
+				if err := clog.waitDeps(run, j.gi, j.deps, false, nil); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		if target.Interrupted(ae.Err) {
 			// The watchdog broke a lock wait, or a stop rolled back a batch;
 			// the statement interrupted may have been the COMMIT, so the

@@ -831,12 +831,23 @@ func (s *Session) Rollback(ctx context.Context) {
 		s.conn.exec([]string{"ROLLBACK"})
 		return
 	}
+	if s.holdsTemporary() && s.opts.KeepGTID {
+		// Between groups, as after one (toRest).
+		if s.conn.exec([]string{"ROLLBACK", restOutsideBinlog}) == nil {
+			s.resting = true
+		}
+		return
+	}
 	// A script that failed amid statements run outside the binlog
 	// (outsideBinlog) left the session so: what runs next is binlogged.
 	if s.conn.exec([]string{"ROLLBACK", binlogAgain}) == nil {
 		s.resting = false
 	}
 }
+
+// HoldsTemporary reports whether the session's connections may hold
+// temporary tables of the source's sessions, which end with them.
+func (s *Session) HoldsTemporary() bool { return len(s.held) > 0 }
 
 // run sends the statements in as few round trips as max_allowed_packet
 // allows. A statement the source logged with an error ends its round trip,
