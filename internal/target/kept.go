@@ -14,6 +14,11 @@
 // statement not read) leaves that table to end with the run, as before:
 // the next statement reading it stops the run (1146), never applies
 // without it.
+//
+// A table lost all the same (gapless killed, the connection cut) is known
+// to the session (Lose), so that a CREATE TEMPORARY TABLE IF NOT EXISTS,
+// which would make it again empty where the source's session kept its
+// rows, stops the run instead (remakesLost).
 package target
 
 import (
@@ -42,9 +47,9 @@ type heldKey struct {
 
 func (k heldKey) String() string { return quoteName(k.db) + "." + quoteName(k.name) }
 
-// noteHeld follows text, a statement of the source that is not plain DML
-// run by session thread with default database db, for the temporary
-// tables it may leave held or drop.
+// noteHeld follows text, a statement of the source run by session thread
+// with default database db, for the temporary tables it may leave held or
+// drop.
 func (s *Session) noteHeld(domain, server, thread uint32, db, text string, sqlMode uint64) {
 	verb := func(w string) bool { return len(text) >= len(w) && strings.EqualFold(text[:len(w)], w) }
 	switch {
