@@ -1738,7 +1738,7 @@ func (s *Session) AppliedAlone(ctx context.Context, txn *binlog.Transaction, fir
 		case last == txn.MariaDB:
 			return false, through, newApplyError(txn, fmt.Errorf("the target's binlog already holds %s though gapless has not applied it: the target wrote an earlier transaction of this run as two GTID groups (a table that is transactional on the source and not on the target, written by a statement?); applying or skipping could both be wrong, so gapless stops; report it as a gapless bug, and replicate with --no-target-binlog to go on", last))
 		}
-		return false, through, newApplyError(txn, fmt.Errorf("the target's binlog already holds %s, past this transaction in its domain: something besides this stream writes GTID domain %d on the target, "+foreignWritesAdvice+"; applying or skipping could both be wrong, so gapless stops", last, txn.MariaDB.Domain))
+		return false, through, foreignWriteError(txn, last)
 	}
 	if x := endsXA(txn); x != (xid{}) && first {
 		// An XA COMMIT or XA ROLLBACK tried before (a round trip lost, its
@@ -1769,6 +1769,14 @@ func (s *Session) AppliedAlone(ctx context.Context, txn *binlog.Transaction, fir
 		return false, through, newApplyError(txn, err)
 	}
 	return prepared, through, nil
+}
+
+// foreignWriteError stops txn, a group applied alone, when the target's
+// binlog holds last, past it in its domain, written by something besides
+// this stream.
+func foreignWriteError(txn *binlog.Transaction, last gtid.MariaDBGTID) error {
+	return newApplyError(txn, fmt.Errorf("the target's binlog already holds %s, past this transaction in its domain: something besides this stream writes GTID domain %d on the target, "+
+		foreignWritesAdvice+"; applying or skipping could both be wrong, so gapless stops", last, txn.MariaDB.Domain))
 }
 
 // besideForeignWrite is AppliedAlone's look at a domain whose last GTID on
@@ -1807,7 +1815,7 @@ func (s *Session) besideForeignWrite(txn *binlog.Transaction, last gtid.MariaDBG
 		}
 	}
 	if strict == "1" && (!found || mine.Seq < txn.MariaDB.Seq) {
-		return last, true, newApplyError(txn, fmt.Errorf("the target's binlog already holds %s, past this transaction in its domain: something besides this stream writes GTID domain %d on the target, "+foreignWritesAdvice+"; applying or skipping could both be wrong, so gapless stops", last, txn.MariaDB.Domain))
+		return last, true, foreignWriteError(txn, last)
 	}
 	return mine, found, nil
 }
