@@ -6,7 +6,10 @@
 // user.
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Case outcomes.
 const (
@@ -22,17 +25,48 @@ const (
 	verdictFailed = "failed" // exited non-zero
 	verdictHang   = "hang"   // did not end within the time limit
 	verdictSilent = "SILENT" // exited 0, the target differs
+	// verdictLost: a killed run lost a temporary table of the source's
+	// session that a later statement needs, and gapless stopped there,
+	// saying so: what the design asks, not counted as a failure.
+	verdictLost = "stopped: temporary table lost"
 )
+
+// lostTemporary is what gapless's stop says of a temporary table it knows
+// the target lost with the connection that held it (internal/target).
+const lostTemporary = "which the target lost with gapless's connection that held it"
 
 // variant is one gapless configuration every compared case runs with.
 type variant struct {
 	Name  string
 	Flags []string
+	// Interrupt, when set, is the environment variable that makes gapless
+	// signal itself after that many commits (internal/apply/crash.go): the
+	// case is then applied in runs that each stop after twice as many
+	// commits as the one before, until one reaches the position.
+	Interrupt string
+	// Kills lose the temporary tables of the source's sessions that
+	// gapless's connection held (as a crash of MariaDB's replica's server
+	// would); gapless then stops, by design, where a statement needs one.
+	Kills bool
 }
 
 var knownVariants = []variant{
 	{Name: "default"},
 	{Name: "no-target-binlog", Flags: []string{"--no-target-binlog"}},
+	// A stop (SIGTERM) with work in flight, then a run that goes on: the
+	// position, the relay log, temporary tables kept across the stop.
+	{Name: "stopped", Interrupt: "GAPLESS_STOP_AFTER_COMMITS"},
+	// A kill (SIGKILL), then a run that goes on: crash recovery.
+	{Name: "killed", Interrupt: "GAPLESS_CRASH_AFTER_COMMITS", Kills: true},
+}
+
+// variantNames lists the known variants for a message.
+func variantNames() string {
+	var names []string
+	for _, v := range knownVariants {
+		names = append(names, v.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // gaplessResult is one variant's run on one case.
@@ -47,7 +81,7 @@ type gaplessResult struct {
 }
 
 // Failed reports whether the verdict is a gapless failure of any kind.
-func (g gaplessResult) Failed() bool { return g.Verdict != verdictOK }
+func (g gaplessResult) Failed() bool { return g.Verdict != verdictOK && g.Verdict != verdictLost }
 
 // caseResult is everything a (case, format) run found.
 type caseResult struct {
@@ -88,11 +122,13 @@ func judgeReplica(run applyRun, diff []string) (comparable bool, reason string) 
 	return true, ""
 }
 
-// judgeGapless gives a gapless run its verdict.
-func judgeGapless(run applyRun, diff []string) (verdict, message string) {
+// judgeGapless gives a gapless run of variant v its verdict.
+func judgeGapless(v variant, run applyRun, diff []string) (verdict, message string) {
 	switch {
 	case run.Hang:
 		return verdictHang, run.Message
+	case !run.OK && v.Kills && strings.Contains(run.Message, lostTemporary):
+		return verdictLost, run.Message
 	case !run.OK:
 		return verdictFailed, fmt.Sprintf("exit %d: %s", run.Exit, run.Message)
 	case len(diff) > 0:
@@ -103,7 +139,7 @@ func judgeGapless(run applyRun, diff []string) (verdict, message string) {
 
 // tally is the counts of one (format, variant) cell of the report.
 type tally struct {
-	Run, NotComparable, OK, Failed, Hang, Silent, SerialToo int
+	Run, NotComparable, OK, Lost, Failed, Hang, Silent, SerialToo int
 }
 
 // countResults tallies every variant of every format, and the cases that
@@ -138,6 +174,8 @@ func countResults(results []caseResult, variants []string) (cells map[[2]string]
 				switch g.Verdict {
 				case verdictOK:
 					t.OK++
+				case verdictLost:
+					t.Lost++
 				case verdictHang:
 					t.Failed++
 					t.Hang++

@@ -28,17 +28,20 @@ func TestJudgeReplica(t *testing.T) {
 func TestJudgeGapless(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
+		v       variant
 		run     applyRun
 		diff    []string
 		verdict string
 		message string
 	}{
-		{"ok", applyRun{OK: true}, nil, verdictOK, ""},
-		{"error", applyRun{Exit: 1, Message: "gapless: apply 0-1-3: target error 1146"}, nil, verdictFailed, "exit 1: gapless: apply 0-1-3"},
-		{"hang beats exit", applyRun{Hang: true, Exit: -1, Message: "still running after 1m0s"}, nil, verdictHang, "still running"},
-		{"silent", applyRun{OK: true}, []string{"base table test.t: missing on the target"}, verdictSilent, "exit 0, target differs: base table test.t"},
+		{"ok", variant{}, applyRun{OK: true}, nil, verdictOK, ""},
+		{"error", variant{}, applyRun{Exit: 1, Message: "gapless: apply 0-1-3: target error 1146"}, nil, verdictFailed, "exit 1: gapless: apply 0-1-3"},
+		{"hang beats exit", variant{}, applyRun{Hang: true, Exit: -1, Message: "still running after 1m0s"}, nil, verdictHang, "still running"},
+		{"silent", variant{}, applyRun{OK: true}, []string{"base table test.t: missing on the target"}, verdictSilent, "exit 0, target differs: base table test.t"},
+		{"lost by a kill", variant{Kills: true}, applyRun{Exit: 1, Message: "run 3 (after 2 interrupted): gapless: ... the temporary table `test`.`t3`, " + lostTemporary}, nil, verdictLost, "`t3`"},
+		{"lost unless killed", variant{}, applyRun{Exit: 1, Message: "gapless: ... the temporary table `test`.`t3`, " + lostTemporary}, nil, verdictFailed, "`t3`"},
 	} {
-		verdict, message := judgeGapless(tc.run, tc.diff)
+		verdict, message := judgeGapless(tc.v, tc.run, tc.diff)
 		if verdict != tc.verdict || !strings.Contains(message, tc.message) {
 			t.Errorf("%s: got %s %q, want %s and a message containing %q", tc.name, verdict, message, tc.verdict, tc.message)
 		}

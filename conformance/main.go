@@ -5,7 +5,7 @@
 // does not (issue 12).
 //
 //	go run ./conformance --list conformance/lists/rpl.txt [--formats mixed,row]
-//	    [--variants default,no-target-binlog] [--jobs N] [--keep-failed]
+//	    [--variants default,no-target-binlog,stopped,killed] [--jobs N] [--keep-failed]
 //	    [--cases suite.test,...] [--gapless PATH]
 //
 // This file owns the command line, the pool of cases and the progress
@@ -83,7 +83,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.List, "list", "", "list file of cases, one suite.test a line (conformance/lists/*.txt)")
 	fs.StringVar(&cases, "cases", "", "run only these cases (comma-separated suite.test; need not be in the list)")
 	fs.StringVar(&formats, "formats", "mixed,row", "the primary's binlog formats: mixed, row, row-minimal (ROW with binlog_row_image=MINIMAL)")
-	fs.StringVar(&variants, "variants", "default,no-target-binlog", "gapless variants: default, no-target-binlog")
+	fs.StringVar(&variants, "variants", "default,no-target-binlog", "gapless variants: "+variantNames()+" (stopped and killed interrupt gapless after 1, 2, 4, ... commits and run it again)")
 	fs.IntVar(&o.Jobs, "jobs", 1, "cases run at once")
 	fs.IntVar(&o.Workers, "workers", 8, "gapless --workers for the first run of each case")
 	fs.BoolVar(&o.KeepFailed, "keep-failed", false, "leave the servers of a case gapless fails running, and its folder")
@@ -140,7 +140,7 @@ func lookupVariant(name string) (variant, error) {
 			return v, nil
 		}
 	}
-	return variant{}, fmt.Errorf("unknown variant %q: want default or no-target-binlog", name)
+	return variant{}, fmt.Errorf("unknown variant %q: want one of %s", name, variantNames())
 }
 
 // run runs every selected case in every format and writes the report.

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"gapless/internal/sandbox"
@@ -110,9 +111,10 @@ func slaveStatus(ctx context.Context, db *sql.DB) (map[string]string, error) {
 
 // gaplessSettings is one way of running gapless on a case.
 type gaplessSettings struct {
-	Workers int
-	Policy  string // "" = gapless's default
-	Flags   []string
+	Workers   int
+	Policy    string // "" = gapless's default
+	Flags     []string
+	Interrupt string // variant.Interrupt
 }
 
 // gaplessArgs are the arguments of gapless replicate for a case.
@@ -128,16 +130,48 @@ func gaplessArgs(primary, target *sandbox.Server, pos, relayDir string, s gaples
 	return append(args, s.Flags...)
 }
 
+// maxInterruptedRuns bounds the runs of an interrupted variant: the run
+// before the last stops after 2^(n-2) commits, more than any case holds.
+const maxInterruptedRuns = 40
+
 // runGapless runs gapless replicate --until pos onto target. Its output
-// goes to logPath; a run still going at timeout is stopped and is a hang.
+// goes to logs in workDir; a run still going at timeout is stopped and is
+// a hang. With s.Interrupt, gapless is interrupted after 1, 2, 4, ...
+// commits and run again on the same target and relay log, until a run
+// reaches the position; timeout then bounds them all.
 func runGapless(ctx context.Context, binary string, primary, target *sandbox.Server, pos, workDir string, s gaplessSettings, timeout time.Duration) applyRun {
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
 		return applyRun{Message: err.Error()}
 	}
 	args := gaplessArgs(primary, target, pos, filepath.Join(workDir, "relay"), s)
-	run := applyRun{Command: binary + " " + strings.Join(args, " "), Log: filepath.Join(workDir, "gapless.log")}
+	if s.Interrupt == "" {
+		run, _ := gaplessRun(ctx, binary, args, nil, workDir, "gapless.log", timeout)
+		return run
+	}
+	deadline := time.Now().Add(timeout)
+	var total float64
+	for i := range maxInterruptedRuns {
+		env := []string{fmt.Sprintf("%s=%d", s.Interrupt, int64(1)<<i)}
+		run, interrupted := gaplessRun(ctx, binary, args, env, workDir, fmt.Sprintf("gapless-%d.log", i+1), time.Until(deadline))
+		total += run.Seconds
+		run.Seconds = total
+		if !interrupted {
+			if !run.OK && !run.Hang {
+				run.Message = fmt.Sprintf("run %d (after %d interrupted): %s", i+1, i, run.Message)
+			}
+			return run
+		}
+	}
+	return applyRun{Exit: -1, Seconds: total, Message: fmt.Sprintf("did not reach the position in %d interrupted runs", maxInterruptedRuns)}
+}
+
+// gaplessRun is one run of gapless with env added to the environment. It
+// reports whether the run ended before the position by the signal env
+// asked for: a stop (exit 0 without "until reached") or a kill.
+func gaplessRun(ctx context.Context, binary string, args, env []string, workDir, logName string, timeout time.Duration) (run applyRun, interrupted bool) {
+	run = applyRun{Command: strings.TrimSpace(strings.Join(env, " ") + " " + binary + " " + strings.Join(args, " ")), Log: filepath.Join(workDir, logName)}
 	began := time.Now()
-	out, err := runLogged(ctx, binary, args, os.Environ(), workDir, run.Log, timeout)
+	out, err := runLogged(ctx, binary, args, append(os.Environ(), env...), workDir, run.Log, max(timeout, time.Second))
 	run.Seconds = time.Since(began).Seconds()
 	var exit *exec.ExitError
 	switch {
@@ -146,14 +180,18 @@ func runGapless(ctx context.Context, binary string, primary, target *sandbox.Ser
 		run.Message = fmt.Sprintf("still running after %s; last output: %s", timeout, lastLines(out, 1))
 	case err == nil:
 		run.OK = true
+		return run, len(env) > 0 && !strings.Contains(out, "until reached: ")
 	case errors.As(err, &exit):
+		if status, ok := exit.Sys().(syscall.WaitStatus); ok && len(env) > 0 && status.Signaled() && status.Signal() == syscall.SIGKILL {
+			return run, true
+		}
 		run.Exit = exit.ExitCode()
 		run.Message = gaplessMessage(out)
 	default:
 		run.Exit = -1
 		run.Message = err.Error()
 	}
-	return run
+	return run, false
 }
 
 // gaplessMessage is the line gapless ended with: its "gapless: ..." error

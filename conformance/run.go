@@ -169,8 +169,8 @@ func (r *runner) runCase(ctx context.Context, c testCase, format, dir string) (r
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			settings := gaplessSettings{Workers: r.workers, Flags: v.Flags}
-			res.Gapless[i] = r.runGaplessVariant(ctx, primary, targets["t-"+v.Name], pos, want, filepath.Join(dir, "gapless-"+v.Name), v.Name, settings, gaplessTimeout)
+			settings := gaplessSettings{Workers: r.workers, Flags: v.Flags, Interrupt: v.Interrupt}
+			res.Gapless[i] = r.runGaplessVariant(ctx, primary, targets["t-"+v.Name], pos, want, filepath.Join(dir, "gapless-"+v.Name), v, settings, gaplessTimeout)
 		}()
 	}
 	wg.Wait()
@@ -185,14 +185,14 @@ func (r *runner) runCase(ctx context.Context, c testCase, format, dir string) (r
 			res.Gapless[i].Serial = &gaplessResult{Variant: v.Name, Verdict: verdictFailed, Message: "serial rerun not made: " + err.Error()}
 			continue
 		}
-		settings := gaplessSettings{Workers: 1, Policy: "serial", Flags: v.Flags}
-		serial := r.runGaplessVariant(ctx, primary, target, pos, want, filepath.Join(dir, "gapless-"+v.Name+"-serial"), v.Name, settings, gaplessTimeout)
+		settings := gaplessSettings{Workers: 1, Policy: "serial", Flags: v.Flags, Interrupt: v.Interrupt}
+		serial := r.runGaplessVariant(ctx, primary, target, pos, want, filepath.Join(dir, "gapless-"+v.Name+"-serial"), v, settings, gaplessTimeout)
 		res.Gapless[i].Serial = &serial
 	}
 	return res
 }
 
-func (r *runner) runGaplessVariant(ctx context.Context, primary, target *sandbox.Server, pos string, want snapshot, workDir, name string, s gaplessSettings, timeout time.Duration) gaplessResult {
+func (r *runner) runGaplessVariant(ctx context.Context, primary, target *sandbox.Server, pos string, want snapshot, workDir string, v variant, s gaplessSettings, timeout time.Duration) gaplessResult {
 	run := runGapless(ctx, r.gapless, primary, target, pos, workDir, s, timeout)
 	var diff []string
 	if run.OK {
@@ -201,8 +201,8 @@ func (r *runner) runGaplessVariant(ctx context.Context, primary, target *sandbox
 			diff = []string{err.Error()}
 		}
 	}
-	verdict, message := judgeGapless(run, diff)
-	return gaplessResult{Variant: name, Verdict: verdict, Message: message, Run: run}
+	verdict, message := judgeGapless(v, run, diff)
+	return gaplessResult{Variant: v.Name, Verdict: verdict, Message: message, Run: run}
 }
 
 func (r *runner) diffTarget(ctx context.Context, want snapshot, target *sandbox.Server) ([]string, error) {

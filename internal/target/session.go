@@ -279,14 +279,44 @@ func readOnlyHint(err error) error {
 // was a temporary table of the source's session, lost with gapless's
 // connection to the target that held it (a crash of gapless, the target
 // restarted, the connection cut); a run that ends kept them for the next
-// (kept.go). (Row events never name a temporary table.)
-func missingTableHint(err error, txn *binlog.Transaction) error {
+// (kept.go). When the session knows the statement's source session held
+// that table as the target lost it (Lose), it says so outright. (Row
+// events never name a temporary table.)
+func (s *Session) missingTableHint(err error, txn *binlog.Transaction) error {
 	if code, _ := errorCode(err); code != 1146 || len(txn.RowEvents()) > 0 {
 		return err
 	}
+	const cannot = "what the statement read from it cannot be applied, so rebuild the target, or skip the transaction knowing its changes are lost"
+	if k, ok := s.lostMissing(err, txn); ok {
+		return &hinted{err, fmt.Sprintf("the source's session %d held the temporary table %s.%s, which the target lost with gapless's connection that held it (gapless killed, or the connection cut); %s",
+			k.thread, quoteName(k.db), quoteName(k.name), cannot)}
+	}
 	return &hinted{err, "if it was a temporary table of the source's session, it was lost: gapless keeps the source's temporary tables from one run to the next when a run ends, " +
-		"but not when gapless was killed or crashed, the target restarted, or gapless's connection holding them was cut (as a replica's end with its server); " +
-		"what the statement read from it cannot be applied, so rebuild the target, or skip the transaction knowing its changes are lost"}
+		"but not when gapless was killed or crashed, the target restarted, or gapless's connection holding them was cut (as a replica's end with its server); " + cannot}
+}
+
+// missingName reads the table of a 1146 error: Table 'db.name' doesn't exist.
+var missingName = regexp.MustCompile(`Table '(.*)' doesn't exist`)
+
+// lostMissing finds the table a 1146 error names among those the target
+// lost of the source sessions whose statements txn holds.
+func (s *Session) lostMissing(err error, txn *binlog.Transaction) (lostKey, bool) {
+	m := missingName.FindStringSubmatch(err.Error())
+	if m == nil || len(s.lost) == 0 {
+		return lostKey{}, false
+	}
+	for _, ev := range txn.Events {
+		q, ok := ev.Data.(*replication.QueryEvent)
+		if !ok {
+			continue
+		}
+		for k := range s.lost {
+			if k.thread == q.SlaveProxyID && strings.EqualFold(k.db+"."+k.name, m[1]) {
+				return k, true
+			}
+		}
+	}
+	return lostKey{}, false
 }
 
 // roomHint says what to do when the target has no room for a group: a
@@ -561,7 +591,7 @@ func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint s
 			err = privilegeHint(err)
 		}
 		err = readOnlyHint(err)
-		err = missingTableHint(err, txns[len(txns)-1])
+		err = s.missingTableHint(err, txns[len(txns)-1])
 		err = s.rowsDifferHint(err, txns[len(txns)-1])
 		err = outOfOrderHint(err)
 		err = roomHint(err)
