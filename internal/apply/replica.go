@@ -518,7 +518,21 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		runErr    error
 		stopped   = ctx.Done()
 		grace     <-chan time.Time // a stop's grace for the batches in flight
+		// parked: the statement session keeps an XA branch prepared on the
+		// connection that holds the source's temporary tables; a stop then
+		// waits, up to parkedStopWait, for the group that ends it (see
+		// stop.go). finishing is that wait.
+		parked    bool
+		finishing <-chan time.Time
+		// onStatementSession is the job the statement session's worker
+		// holds, nil while it is idle.
+		onStatementSession *job
 	)
+	stopNow := func() {
+		stopping, reason = true, "stopped"
+		r.clog.drop(r.highestStarted())
+		grace = time.After(stopGrace)
+	}
 	received := recvErr // nil once the receiver has ended
 	// drainErr is the receiver's end that waits for what it received to be
 	// applied (binlog.SourceError.Drain); drainTo is then the relay log's end.
@@ -620,6 +634,9 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		r.observeDispatch(j, inflight, policy.Barrier())
 		inflight[j.gi] = j
 		w := takeWorker(target.NeedsStatementSession(batch[0]))
+		if w.slot == 0 {
+			onStatementSession = j
+		}
 		w.jobs <- j
 		if policy.Barrier() {
 			barrier = gi
@@ -654,9 +671,23 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		select {
 		case <-stopped:
 			stopped = nil
-			stopping, reason = true, "stopped"
-			r.clog.drop(r.highestStarted())
-			grace = time.After(stopGrace)
+			// An XA PREPARE the statement session runs may park its branch
+			// too: the stop waits for the job to say.
+			mayPark := onStatementSession != nil && slices.ContainsFunc(onStatementSession.txns, target.PreparesXA)
+			if (parked || mayPark) && !stopping {
+				r.log.Info("stop: applying on until the XA transaction prepared on the connection that holds the source's temporary tables ends", "at most", parkedStopWait)
+				finishing = time.After(parkedStopWait)
+				continue
+			}
+			if !stopping {
+				stopNow()
+			}
+		case <-finishing:
+			finishing = nil
+			if !stopping {
+				r.log.Warn(parkedStopWarning)
+				stopNow()
+			}
 		case <-grace:
 			grace = nil
 			r.interruptBatches()
@@ -691,6 +722,16 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		case res := <-done:
 			r.observeFinished(res.job, res.err)
 			idle = append(idle, res.w)
+			if res.w.slot == 0 {
+				onStatementSession = nil
+				parked = res.parked
+				if finishing != nil && !parked {
+					finishing = nil
+					if !stopping {
+						stopNow()
+					}
+				}
+			}
 			delete(inflight, res.job.gi)
 			if res.job.last() == barrier {
 				barrier = 0

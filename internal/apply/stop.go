@@ -20,7 +20,23 @@ const (
 	stopGrace = 500 * time.Millisecond
 	// settleTimeout bounds reading the checkpoint after a stop interrupted a job.
 	settleTimeout = 10 * time.Second
+	// parkedStopWait is how long a stop applies on while the statement
+	// session keeps an XA branch prepared on the connection that holds the
+	// source's temporary tables. Nothing may run on that connection until
+	// the branch ends, not even what would keep its temporary tables out
+	// of the binlog: ended with the run, the target would log their DROP
+	// TEMPORARY TABLE in the source's GTID domain under the next sequence
+	// number, the one of the source's next group, which a target with
+	// gtid_strict_mode then refuses. The XA COMMIT or XA ROLLBACK mostly
+	// follows its XA PREPARE within milliseconds; once it has applied, the
+	// stop goes on as any other.
+	parkedStopWait = time.Second
 )
+
+// parkedStopWarning is what a stop says when the branch did not end in time.
+const parkedStopWarning = "stop: an XA transaction prepared on the connection that holds the source's temporary tables did not end within the stop's wait: " +
+	"the target logs DROP TEMPORARY TABLE for those tables as that connection ends, under the next GTID of the source's domain; " +
+	"with gtid_strict_mode=ON the target will refuse the source's transaction of that number, and the next run stops there (SET GLOBAL gtid_strict_mode=OFF on the target lets it go on)"
 
 // interruptBatches rolls back the batches still executing, and every job
 // after the first of them that is executing too; a job that has not started

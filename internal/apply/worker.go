@@ -91,6 +91,10 @@ type result struct {
 	// them without err; with it, those a batch applied one by one, or a
 	// run of groups applied alone, committed before err.
 	applied int
+	// parked: the worker's session keeps an XA branch prepared on the
+	// connection that holds the source's temporary tables
+	// (target.Session.Parked).
+	parked bool
 }
 
 type worker struct {
@@ -138,6 +142,7 @@ func newWorker(r *Replica, slot int) *worker {
 	opts := r.cfg.Session
 	opts.Warn = func(msg string) { r.log.Warn(msg) }
 	opts.SlotLock = checkpoint.SlotLockName(r.cfg.Stream, slot)
+	opts.Stream = r.cfg.Stream
 	opts.DeferPositions = r.cfg.CommitOrder == Strict
 	opts.BegunMark = func(g gtid.MariaDBGTID) string { return r.store.BegunStatement(g) }
 	w := &worker{
@@ -230,7 +235,7 @@ func (w *worker) loop(ctx context.Context, done chan<- result) {
 			w.noteLost()
 			applied, err := w.apply(ctx, j)
 			w.setState(StateIdle, nil)
-			done <- result{w: w, job: j, err: err, applied: applied}
+			done <- result{w: w, job: j, err: err, applied: applied, parked: w.session != nil && w.session.Parked()}
 		case <-idle:
 			w.writeDeferred()
 		}

@@ -1097,3 +1097,48 @@ func TestShortWaitTimeoutOnTheTarget(t *testing.T) {
 	stopAndRequireExit0(t, cmd.Process.Pid, wait)
 	requireEqualTables(t, sb, "quiet")
 }
+
+// TestStopWhileAnXABranchHoldsTemporaryTables: a source session holding a
+// temporary table prepares an XA transaction that reads it. On the target
+// the branch is prepared on the connection that holds the table, where
+// nothing may run until it ends, not even what keeps the table's drop out
+// of the binlog; ended by a stop, that connection made the target log DROP
+// TEMPORARY TABLE under the next GTID of the source's domain, and the next
+// run stopped on the source's XA COMMIT (1950, gtid_strict_mode). A stop
+// now applies on until the branch ends. gapless stops itself after every
+// commit, so one of its stops falls right after the XA PREPARE.
+func TestStopWhileAnXABranchHoldsTemporaryTables(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary, "CREATE DATABASE xt", "CREATE TABLE xt.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB")
+	c, err := rootDB(t, sb.Primary).Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	connExec(t, c, "SET SESSION binlog_format=MIXED",
+		"CREATE TEMPORARY TABLE xt.tmp (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+		"INSERT INTO xt.tmp VALUES (1, 10), (2, 20)",
+		"XA START 'x1'", "INSERT INTO xt.t SELECT * FROM xt.tmp", "XA END 'x1'", "XA PREPARE 'x1'",
+		"XA COMMIT 'x1'",
+		"UPDATE xt.tmp SET v = v + 1",
+		"XA START 'x2'", "INSERT INTO xt.t SELECT id + 10, v FROM xt.tmp", "XA END 'x2'", "XA PREPARE 'x2'",
+		"XA ROLLBACK 'x2'",
+		"INSERT INTO xt.t SELECT id + 20, v FROM xt.tmp")
+	until := binlogPos(t, sb.Primary)
+	relay := filepath.Join(t.TempDir(), "relay")
+	args := replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", until)
+	stops := 0
+	for ; stops < 30; stops++ {
+		r := gapless(t, []string{"GAPLESS_STOP_AFTER_COMMITS=1"}, args...)
+		if r.code != 0 {
+			t.Fatalf("run %d after %d stops exited %d:\n%s", stops+1, stops, r.code, r.stderr)
+		}
+		if strings.Contains(r.stdout, "until reached") {
+			break
+		}
+	}
+	if stops < 3 {
+		t.Fatalf("gapless reached the position after %d stops, want one after each commit", stops)
+	}
+	requireEqual(t, sb)
+}

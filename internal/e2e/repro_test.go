@@ -108,6 +108,13 @@ var reproCases = map[string]reproCase{
 		targetExtra:  []string{"max_allowed_packet=16M"},
 		clientArgs:   []string{"--max-allowed-packet=1G"},
 		timeout:      3 * time.Minute},
+	// The statement session holds a temporary table as gapless raises the
+	// target's max_allowed_packet and reconnects: the table goes along.
+	"35_temporary_table_across_a_larger_packet": {
+		primaryExtra: []string{"max_allowed_packet=256M"},
+		targetExtra:  []string{"max_allowed_packet=16M", "binlog_format=MIXED"},
+		clientArgs:   []string{"--max-allowed-packet=1G"},
+		timeout:      3 * time.Minute},
 	"34_myisam_statement_larger_than_a_round_trip": {row: true, nonTransactional: true,
 		targetExtra: []string{"max_allowed_packet=16M"},
 		timeout:     3 * time.Minute},

@@ -186,6 +186,18 @@ var tableEngine = regexp.MustCompile(`\) ENGINE=(\w+)`)
 // by a prepared XA branch, a copy refused), with why; either way the
 // session's connections are left as they are, to be closed.
 func (s *Session) SaveTemporary(stream string) (kept []string, lost []string) {
+	copies, lost := s.copyHeld(stream, nil)
+	for _, k := range copies {
+		kept = append(kept, heldKey{k.Domain, k.Server, k.Thread, k.DB, k.Name}.String())
+	}
+	s.Forget()
+	return kept, lost
+}
+
+// copyHeld copies the temporary tables held on the session's connections,
+// or on only when it is not nil, as SaveTemporary says, and returns the
+// copies.
+func (s *Session) copyHeld(stream string, only *wire) (copies []ckpt.KeptTemporary, lost []string) {
 	if len(s.held) == 0 {
 		return nil, nil
 	}
@@ -197,6 +209,9 @@ func (s *Session) SaveTemporary(stream string) (kept []string, lost []string) {
 	ready := map[*wire]bool{}
 	for i, k := range keys {
 		c := s.connOf(k.domain)
+		if only != nil && c != only {
+			continue
+		}
 		if c == nil {
 			lost = append(lost, k.String()+" (its connection is gone, or keeps a prepared XA transaction)")
 			continue
@@ -229,10 +244,43 @@ func (s *Session) SaveTemporary(stream string) (kept []string, lost []string) {
 			lost = append(lost, k.String()+": "+err.Error())
 			continue
 		}
-		kept = append(kept, k.String())
+		copies = append(copies, ckpt.KeptTemporary{Copy: copyName, Domain: k.domain, Server: server, Thread: k.thread, DB: k.db, Name: k.name, Definition: definition})
 	}
-	s.Forget()
-	return kept, lost
+	return copies, lost
+}
+
+// reopenKeeping replaces the session's connection by a new one (reopen)
+// and takes the temporary tables of the source's sessions that the old
+// one holds along: copied into gapless's schema and made again on the new
+// one, as from one run to the next. A table that cannot be is lost (Lose),
+// and the run goes on without it, as after a cut connection.
+func (s *Session) reopenKeeping() error {
+	copies, failed := s.copyHeld(s.opts.Stream, s.conn)
+	if err := s.reopen(); err != nil {
+		return err
+	}
+	if len(copies) == 0 && len(failed) == 0 {
+		return nil
+	}
+	restored, lost, err := s.RestoreTemporary(s.opts.Stream, copies)
+	if err != nil {
+		return err
+	}
+	lost = append(failed, lost...)
+	if len(lost) > 0 {
+		var gone []binlog.HeldTemporary
+		for k := range s.held {
+			if !slices.Contains(restored, k.String()) && s.connOf(k.domain) == s.conn {
+				delete(s.held, k)
+				gone = append(gone, binlog.HeldTemporary{Thread: k.thread, Schema: k.db, Table: k.name})
+			}
+		}
+		s.Lose(gone)
+		if s.opts.Warn != nil {
+			s.opts.Warn("temporary tables of the source's sessions could not be taken to the new connection and are lost; a statement of the source that reads one will stop the run: " + strings.Join(lost, "; "))
+		}
+	}
+	return nil
 }
 
 // connOf is the connection where the temporary tables of domain live, or

@@ -99,7 +99,8 @@ func (s *Session) ApplyAlone(ctx context.Context, txns []*binlog.Transaction, ch
 		return n, nil
 	}
 	s.Rollback(ctx)
-	return n, newApplyError(txns[min(n, len(txns)-1)], err)
+	failed := txns[min(n, len(txns)-1)]
+	return n, newApplyError(failed, s.explain(err, failed))
 }
 
 // positionBeforeCommit moves the position transaction own, which follows

@@ -181,9 +181,10 @@ const maxPacket = 1 << 30
 // makeRoom raises the target's max_allowed_packet when a statement of the
 // script fits neither one packet nor two fragments: the only way such a
 // row event reaches the target. The new value holds for new connections,
-// so the session reconnects (reopened), and the script, made for the old
-// connection's state, must be made again; it runs between transactions,
-// before the script starts one.
+// so the session reconnects (reopened), taking along the temporary tables
+// of the source's sessions its connection holds, and the script, made for
+// the old connection's state, must be made again; it runs between
+// transactions, before the script starts one.
 func (s *Session) makeRoom(parts ...[]string) (reopened bool, err error) {
 	need, largest := 0, 0
 	for _, part := range parts {
@@ -219,7 +220,7 @@ func (s *Session) makeRoom(parts ...[]string) (reopened bool, err error) {
 	if s.opts.Warn != nil {
 		s.opts.Warn(fmt.Sprintf("raised the target's max_allowed_packet from %d to %d bytes for %d bytes of row events in one statement (MariaDB's own replica allows 1 GiB)", have, need, largest*3/4))
 	}
-	return true, s.reopen()
+	return true, s.reopenKeeping()
 }
 
 // endsTerminated reports whether text, a statement of the source, ends in

@@ -60,6 +60,9 @@ type Options struct {
 	// whose writes stay (PartsStay), or a DDL, begins (checkpoint.Store.BegunStatement):
 	// it runs outside the binlog, committed, right before the group.
 	BegunMark func(gtid.MariaDBGTID) string
+	// Stream names the copies of temporary tables the session makes to
+	// take them to a new connection (reopenKeeping); the run's --stream.
+	Stream string
 	// Connected, when set, hears the id of each connection the session
 	// goes on to apply on (a new one, or one set aside before: see
 	// toDomain and park), so that what interrupts the session's statements
@@ -270,6 +273,20 @@ const errReadOnly = 1290
 func readOnlyHint(err error) error {
 	if code, _ := errorCode(err); code == errReadOnly && strings.Contains(err.Error(), "read-only") {
 		return &hinted{err, "the target is read-only: GRANT READ_ONLY ADMIN ON *.* TO the apply user, or SET GLOBAL read_only=OFF"}
+	}
+	return err
+}
+
+// explain adds to err, the target's refusal of txn, what the user needs
+// to know to act on it (the hints below).
+func (s *Session) explain(err error, txn *binlog.Transaction) error {
+	err = readOnlyHint(err)
+	err = s.missingTableHint(err, txn)
+	err = s.rowsDifferHint(err, txn)
+	err = outOfOrderHint(err)
+	err = roomHint(err)
+	if s.loads != nil {
+		err = localInfileHint(err)
 	}
 	return err
 }
@@ -590,15 +607,7 @@ func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint s
 		if format != nil {
 			err = privilegeHint(err)
 		}
-		err = readOnlyHint(err)
-		err = s.missingTableHint(err, txns[len(txns)-1])
-		err = s.rowsDifferHint(err, txns[len(txns)-1])
-		err = outOfOrderHint(err)
-		err = roomHint(err)
-		if s.loads != nil {
-			err = localInfileHint(err)
-		}
-		return newApplyError(txns[len(txns)-1], err)
+		return newApplyError(txns[len(txns)-1], s.explain(err, txns[len(txns)-1]))
 	}
 	s.format = first.Format.Raw
 	if park {

@@ -300,6 +300,11 @@ func (s *Session) endConn(c *wire) {
 
 // park keeps the connection that has just prepared txn's XA branch, and
 // gives the session a new one for what comes next.
+// Parked reports whether the session keeps an XA branch prepared on a
+// connection that holds the source's temporary tables (park): ended now,
+// that connection would log their drop in the source's domain.
+func (s *Session) Parked() bool { return len(s.parked) > 0 }
+
 func (s *Session) park(txn *binlog.Transaction) error {
 	start, _, err := xaStatements(txn)
 	if err != nil {
