@@ -381,7 +381,7 @@ func ddlWithRows(txn *binlog.Transaction) bool {
 		switch e := ev.Data.(type) {
 		case *replication.QueryEvent:
 			if text := strings.TrimSpace(string(e.Query)); !strings.EqualFold(text, "BEGIN") && !strings.EqualFold(text, "COMMIT") {
-				if !statement && (!startsWithWord(text, "CREATE") || createsTemporary.MatchString(text)) {
+				if !statement && (!startsWithWord(text, "CREATE") || createsTemporary.MatchString(pastComments(text))) {
 					return false
 				}
 				statement = true

@@ -51,7 +51,7 @@ func (k heldKey) String() string { return quoteName(k.db) + "." + quoteName(k.na
 // with default database db, for the temporary tables it may leave held or
 // drop.
 func (s *Session) noteHeld(domain, server, thread uint32, db, text string, sqlMode uint64) {
-	verb := func(w string) bool { return len(text) >= len(w) && strings.EqualFold(text[:len(w)], w) }
+	verb := func(w string) bool { return startsWithWord(text, w) }
 	switch {
 	case (verb("CREATE") || verb("DROP")) && containsFold([]byte(text), "TEMPORARY"):
 	case (verb("ALTER") || verb("RENAME")) && len(s.held) > 0:

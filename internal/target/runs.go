@@ -83,6 +83,13 @@ func (s *Session) ApplyAlone(ctx context.Context, txns []*binlog.Transaction, ch
 		ends[i] = len(script)
 	}
 	s.unsettled = nil
+	// Between groups a session holding the source's temporary tables rests
+	// outside the binlog under the target's own server id (temporary.go):
+	// a connection that ended there would otherwise log their DROP
+	// TEMPORARY TABLE under the source's server id and the domain's next
+	// sequence number, the GTID of the source's next group, which the
+	// next run would take for applied.
+	script = s.toRest(script)
 	err := s.run(script)
 	n := 0
 	for n < len(txns) && ends[n] <= s.ran {

@@ -67,7 +67,7 @@ var (
 // source's group under the next GTID. So the table is made InnoDB, for
 // this statement only.
 func transactionalTemporary(text, stmt string) []string {
-	if !createsTemporaryTable.MatchString(text) || namesEngine.MatchString(text) {
+	if !createsTemporaryTable.MatchString(pastComments(text)) || namesEngine.MatchString(text) {
 		return []string{stmt}
 	}
 	return []string{
@@ -284,7 +284,7 @@ func (s *Session) holdsTemporary() bool {
 // noteTemporary marks the session once it runs a statement that creates a
 // temporary table.
 func (s *Session) noteTemporary(text string) {
-	if !s.temporary && len(text) > 6 && strings.EqualFold(text[:6], "CREATE") && createsTemporary.MatchString(text) {
+	if !s.temporary && startsWithWord(text, "CREATE") && createsTemporary.MatchString(pastComments(text)) {
 		s.temporary = true
 	}
 }
@@ -298,13 +298,13 @@ func (s *Session) endConn(c *wire) {
 	c.close()
 }
 
-// park keeps the connection that has just prepared txn's XA branch, and
-// gives the session a new one for what comes next.
 // Parked reports whether the session keeps an XA branch prepared on a
 // connection that holds the source's temporary tables (park): ended now,
 // that connection would log their drop in the source's domain.
 func (s *Session) Parked() bool { return len(s.parked) > 0 }
 
+// park keeps the connection that has just prepared txn's XA branch, and
+// gives the session a new one for what comes next.
 func (s *Session) park(txn *binlog.Transaction) error {
 	start, _, err := xaStatements(txn)
 	if err != nil {

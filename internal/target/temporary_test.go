@@ -23,11 +23,19 @@ func TestCreatesTemporary(t *testing.T) {
 		"create or replace temporary table t LIKE u": true,
 		"CREATE TABLE temporary_things (a INT)":      false,
 		"INSERT INTO t VALUES (1)":                   false,
+		// A client's comment first (binlog.binlog_parallel_replication_marks_stm_mix).
+		"/* GTID */ CREATE TEMPORARY TABLE t4 (a INT PRIMARY KEY) ENGINE=InnoDB": true,
+		"# app: checkout\n-- step 2\n CREATE TEMPORARY TABLE t (a INT)":          true,
+		"/* CREATE TEMPORARY TABLE */ INSERT INTO t VALUES (1)":                  false,
 	} {
 		s := &Session{}
 		s.noteTemporary(text)
 		if s.temporary != want {
 			t.Errorf("%q: temporary = %v, want %v", text, s.temporary, want)
+		}
+		s.noteHeld(0, 1, 7, "test", text, 0)
+		if held := len(s.held) > 0; held != want {
+			t.Errorf("%q: held %v, want %v", text, s.held, want)
 		}
 	}
 }
