@@ -37,9 +37,12 @@ const (
 // longer holds the statement that made it) (internal/target). In the
 // killed variant of a case MariaDB's replica applied, a table the target
 // lacks is such a table.
+// endDrop is what it says of the DROP TEMPORARY TABLE the target logged
+// under a group's GTID as the connection that held them ended amid it.
 const (
 	lostTemporary = "which the target lost with gapless's connection that held it"
 	mayBeLost     = "if it was a temporary table of the source's session, it was lost"
+	endDrop       = "the DROP TEMPORARY TABLE the target logged when gapless's connection"
 )
 
 // variant is one gapless configuration every compared case runs with.
@@ -134,7 +137,7 @@ func judgeGapless(v variant, run applyRun, diff []string) (verdict, message stri
 	switch {
 	case run.Hang:
 		return verdictHang, run.Message
-	case !run.OK && v.Kills && (strings.Contains(run.Message, lostTemporary) || strings.Contains(run.Message, mayBeLost)):
+	case !run.OK && v.Kills && (strings.Contains(run.Message, lostTemporary) || strings.Contains(run.Message, mayBeLost) || strings.Contains(run.Message, endDrop)):
 		return verdictLost, run.Message
 	case !run.OK:
 		return verdictFailed, fmt.Sprintf("exit %d: %s", run.Exit, run.Message)

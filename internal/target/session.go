@@ -283,7 +283,7 @@ func (s *Session) explain(err error, txn *binlog.Transaction) error {
 	err = readOnlyHint(err)
 	err = s.missingTableHint(err, txn)
 	err = s.rowsDifferHint(err, txn)
-	err = outOfOrderHint(err)
+	err = outOfOrderHint(err, txn)
 	err = roomHint(err)
 	if s.loads != nil {
 		err = localInfileHint(err)
@@ -366,13 +366,19 @@ var existingGTID = regexp.MustCompile(`existing GTID (\d+)-(\d+)-(\d+)`)
 // client's write on the target itself, binlogged in the target's
 // gtid_domain_id, which is the source's when both are 0. Skipping the
 // group would lose it and mend nothing.
-func outOfOrderHint(err error) error {
+func outOfOrderHint(err error, txn *binlog.Transaction) error {
 	if code, _ := errorCode(err); code != errGTIDOutOfOrder {
 		return err
 	}
 	existing := "a GTID"
 	if m := existingGTID.FindStringSubmatch(err.Error()); m != nil {
 		existing = m[1] + "-" + m[2] + "-" + m[3]
+		if existing == txn.MariaDB.String() {
+			// Under the source's own server id and this very number: no
+			// client of the target's writes that (enddrop.go).
+			return &hinted{err, "the target's binlog holds this transaction's own GTID, though gapless has not applied it: most likely as the DROP TEMPORARY TABLE the target logged when gapless's connection holding the source's temporary tables ended amid it (gapless killed, the connection cut, or the target shut down; SHOW BINLOG EVENTS on the target shows it); " +
+				"the transaction is not on the target: rebuild the target, or apply it by hand outside the target's binlog (SET sql_log_bin=0) and replicate with --skip-gtid " + existing}
+		}
 	}
 	return &hinted{err, "the target's binlog already holds " + existing + ", at or past this transaction in its GTID domain, and gapless did not write it: " +
 		"something else wrote the domain on the target, " + foreignWritesAdvice + "; skipping this transaction would lose its changes and mend nothing"}
@@ -1791,8 +1797,14 @@ func (s *Session) AppliedAlone(ctx context.Context, txn *binlog.Transaction, fir
 		case !ok || last.Seq < txn.MariaDB.Seq:
 			return false, through, nil
 		case last == txn.MariaDB && first:
+			if err := s.notEndDrop(txn, last); err != nil {
+				return false, through, err
+			}
 			return true, through, s.EndBinlogged(ctx, txn)
 		case resumed && last.Server == txn.MariaDB.Server:
+			if err := s.notEndDrop(txn, last); err != nil {
+				return false, through, err
+			}
 			return true, last, s.EndBinlogged(ctx, txn)
 		case last == txn.MariaDB:
 			return false, through, newApplyError(txn, fmt.Errorf("the target's binlog already holds %s though gapless has not applied it: the target wrote an earlier transaction of this run as two GTID groups (a table that is transactional on the source and not on the target, written by a statement?); applying or skipping could both be wrong, so gapless stops; report it as a gapless bug, and replicate with --no-target-binlog to go on", last))
