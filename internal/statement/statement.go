@@ -132,28 +132,36 @@ func (a *Analyzer) DMLNumbers(text string, sqlMode uint64, utf8 bool, numbers []
 // comments, with INSERT, REPLACE, UPDATE or DELETE. Statements that do not
 // (DDL, SET, XA, one behind an executable comment) are known without parsing.
 func IsDML(text string) bool {
+	text = PastComments(text)
+	for _, w := range []string{"INSERT", "REPLACE", "UPDATE", "DELETE"} {
+		if len(text) > len(w) && strings.EqualFold(text[:len(w)], w) && !isWordByte(text[len(w)]) {
+			return true
+		}
+	}
+	return false
+}
+
+// PastComments is text past its leading blanks and plain comments (/* */,
+// #, -- ); an executable comment (/*! */, /*M! */) stays, as does one left
+// open. Clients put comments before statements ("/* app: checkout */
+// CREATE TEMPORARY TABLE ..."), and the binlog keeps them.
+func PastComments(text string) string {
 	for {
 		text = strings.TrimLeft(text, " \t\r\n")
 		switch {
 		case strings.HasPrefix(text, "/*!") || strings.HasPrefix(text, "/*M!"):
-			return false
+			return text
 		case strings.HasPrefix(text, "/*"):
-			end := strings.Index(text, "*/")
+			end := strings.Index(text[2:], "*/")
 			if end < 0 {
-				return false
+				return text
 			}
-			text = text[end+2:]
-			continue
+			text = text[2+end+2:]
 		case strings.HasPrefix(text, "#") || strings.HasPrefix(text, "-- "):
 			text = text[lineEnd(text, 0):]
-			continue
+		default:
+			return text
 		}
-		for _, w := range []string{"INSERT", "REPLACE", "UPDATE", "DELETE"} {
-			if len(text) > len(w) && strings.EqualFold(text[:len(w)], w) && !isWordByte(text[len(w)]) {
-				return true
-			}
-		}
-		return false
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"gapless/internal/binlog"
+	"gapless/internal/statement"
 )
 
 // Bits of a MariaDB GTID event that go-mysql leaves undecoded.
@@ -376,18 +377,18 @@ func ddlWithRows(txn *binlog.Transaction) bool {
 	if !txn.Has(binlog.FlagDDL) {
 		return false
 	}
-	statement := false
+	seen := false
 	for _, ev := range txn.Events {
 		switch e := ev.Data.(type) {
 		case *replication.QueryEvent:
 			if text := strings.TrimSpace(string(e.Query)); !strings.EqualFold(text, "BEGIN") && !strings.EqualFold(text, "COMMIT") {
-				if !statement && (!startsWithWord(text, "CREATE") || createsTemporary.MatchString(pastComments(text))) {
+				if !seen && (!startsWithWord(text, "CREATE") || createsTemporary.MatchString(statement.PastComments(text))) {
 					return false
 				}
-				statement = true
+				seen = true
 			}
 		case *replication.TableMapEvent:
-			if statement {
+			if seen {
 				return true
 			}
 		}

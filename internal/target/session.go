@@ -1513,7 +1513,7 @@ func altersCurrentDatabase(text string) bool {
 // starts with the keyword word.
 func startsWithWord(text, word string) bool {
 	for {
-		text = pastComments(text)
+		text = statement.PastComments(text)
 		if strings.HasPrefix(text, "/*!") {
 			// an executable comment: /*!50001 DROP ...*/ keeps its version digits
 			text = strings.TrimLeft(text[3:], "0123456789")
@@ -1523,34 +1523,6 @@ func startsWithWord(text, word string) bool {
 			return false
 		}
 		return len(text) == len(word) || !isWordByte(text[len(word)])
-	}
-}
-
-// pastComments is text past its leading blanks and plain comments (/* */,
-// #, -- ); an executable comment (/*! */, /*M! */) stays, as does one left
-// open. Clients put comments before statements ("/* app: checkout */
-// CREATE TEMPORARY TABLE ..."), and the binlog keeps them.
-func pastComments(text string) string {
-	for {
-		text = strings.TrimLeft(text, " \t\r\n")
-		switch {
-		case strings.HasPrefix(text, "/*!") || strings.HasPrefix(text, "/*M!"):
-			return text
-		case strings.HasPrefix(text, "/*"):
-			end := strings.Index(text[2:], "*/")
-			if end < 0 {
-				return text
-			}
-			text = text[2+end+2:]
-		case strings.HasPrefix(text, "#") || strings.HasPrefix(text, "-- "):
-			end := strings.IndexByte(text, '\n')
-			if end < 0 {
-				return ""
-			}
-			text = text[end+1:]
-		default:
-			return text
-		}
 	}
 }
 

@@ -67,7 +67,7 @@ var (
 // source's group under the next GTID. So the table is made InnoDB, for
 // this statement only.
 func transactionalTemporary(text, stmt string) []string {
-	if !createsTemporaryTable.MatchString(pastComments(text)) || namesEngine.MatchString(text) {
+	if !createsTemporaryTable.MatchString(statement.PastComments(text)) || namesEngine.MatchString(text) {
 		return []string{stmt}
 	}
 	return []string{
@@ -284,7 +284,7 @@ func (s *Session) holdsTemporary() bool {
 // noteTemporary marks the session once it runs a statement that creates a
 // temporary table.
 func (s *Session) noteTemporary(text string) {
-	if !s.temporary && startsWithWord(text, "CREATE") && createsTemporary.MatchString(pastComments(text)) {
+	if !s.temporary && startsWithWord(text, "CREATE") && createsTemporary.MatchString(statement.PastComments(text)) {
 		s.temporary = true
 	}
 }
