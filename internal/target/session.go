@@ -1498,7 +1498,7 @@ func sourceStatement(text string, ddl bool) string {
 // statements on databases with LOG_EVENT_SUPPRESS_USE_F (they must not
 // depend on the default database), and this one is the exception.
 func altersCurrentDatabase(text string) bool {
-	fields := strings.Fields(strings.ToUpper(text))
+	fields := strings.Fields(strings.ToUpper(statement.PastComments(text)))
 	if len(fields) < 3 || fields[0] != "ALTER" || (fields[1] != "DATABASE" && fields[1] != "SCHEMA") {
 		return false
 	}
