@@ -685,8 +685,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		case <-finishing:
 			finishing = nil
 			if !stopping {
-				r.log.Warn(parkedStopWarning)
-				stopNow()
+				stopNow() // the statement session's worker warns as it ends
 			}
 		case <-grace:
 			grace = nil

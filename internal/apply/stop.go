@@ -33,8 +33,9 @@ const (
 	parkedStopWait = time.Second
 )
 
-// parkedStopWarning is what a stop says when the branch did not end in time.
-const parkedStopWarning = "stop: an XA transaction prepared on the connection that holds the source's temporary tables did not end within the stop's wait: " +
+// parkedStopWarning is what a run says that ends with the branch still
+// prepared: a stop it did not end in time, --until, an error.
+const parkedStopWarning = "the run ends while an XA transaction prepared on the connection that holds the source's temporary tables has not ended: " +
 	"the target logs DROP TEMPORARY TABLE for those tables as that connection ends, under the next GTID of the source's domain; " +
 	"with gtid_strict_mode=ON the target will refuse the source's transaction of that number, and the next run stops there (SET GLOBAL gtid_strict_mode=OFF on the target lets it go on)"
 

@@ -966,6 +966,9 @@ func (w *worker) keepTemporary() {
 	if w.slot != 0 || w.session == nil || !w.replica.restored {
 		return
 	}
+	if w.session.Parked() {
+		w.log.Warn(parkedStopWarning)
+	}
 	kept, lost := w.session.SaveTemporary(w.replica.cfg.Stream)
 	if len(lost) > 0 || w.session.Lacks() > 0 {
 		// The next run must know of them (from the binlog).
