@@ -359,12 +359,12 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		return err
 	}
 	res, err := apply.Run(ctx, cfg)
-	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+	if errors.Is(err, apply.ErrStoppedWhileStarting) {
 		// Stopped (SIGINT, SIGTERM, gapless stop) before the run began to
 		// apply: what it was opening gave up. Nothing is lost; the next run
 		// starts from the target's position.
 		finishHTTP(res, nil)
-		fmt.Printf("stopped while starting (%v); the next run starts from the target's position\n", err)
+		fmt.Printf("%v; the next run starts from the target's position\n", err)
 		return nil
 	}
 	finishHTTP(res, err)

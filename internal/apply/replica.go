@@ -139,6 +139,9 @@ type Result struct {
 
 // Replica is one run of gapless replicate.
 type Replica struct {
+	// applying: the run has begun to apply (Run's start-up is over).
+	applying bool
+
 	cfg   Config
 	log   *slog.Logger
 	store *checkpoint.Store
@@ -253,8 +256,19 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Observe != nil {
 		cfg.Observe(r)
 	}
-	return r.run(ctx)
+	res, err := r.run(ctx)
+	if err != nil && ctx.Err() != nil && !r.applying {
+		// What the start-up was doing gave up on the stop, in whatever
+		// words (context canceled, a connection the driver closed).
+		err = fmt.Errorf("%w: %w", ErrStoppedWhileStarting, err)
+	}
+	return res, err
 }
+
+// ErrStoppedWhileStarting is the error of a run stopped (its ctx ended)
+// before it began to apply: nothing was applied, and the next run starts
+// from the target's position.
+var ErrStoppedWhileStarting = errors.New("stopped while starting")
 
 func (r *Replica) run(ctx context.Context) (res Result, err error) {
 	if _, err := schedule.New(r.cfg.Policy, target.NewCatalog(r.cfg.Target)); err != nil {
@@ -350,6 +364,7 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 	// the source or from the disk, and fetching more would loop for ever.
 	const maxRefetches = 3
 	refetches, refetchedAt := 0, r.currentPosition()
+	r.applying = true
 	for {
 		res, err := r.session(ctx, relay)
 		if errors.Is(err, binlog.ErrCorruptRelay) && ctx.Err() == nil {
