@@ -683,6 +683,13 @@ func (w *worker) applyJob(ctx context.Context, j *job) error {
 				// Before the commit is known: the next group may start then.
 				w.replica.guarded.Store(&guardedGroup{gi: j.gi, domain: txn.MariaDB.Domain})
 			}
+			if skip && !j.skip {
+				// Found on the target, a run before's: the domain's next
+				// group may be one of that run's too (another server id of
+				// the domain's, say), so this run has applied none yet.
+				w.passCommitted(j)
+				return nil
+			}
 			w.committed(j)
 			return nil
 		}
@@ -843,11 +850,19 @@ type stayedError struct {
 func (e *stayedError) Error() string { return e.err.Error() }
 func (e *stayedError) Unwrap() error { return e.err }
 
-// committed records the job's transactions as committed.
+// committed records the job's transactions as committed, and applied by
+// this run.
 func (w *worker) committed(j *job) {
+	for _, txn := range j.txns {
+		w.replica.appliedIn(txn.MariaDB.Domain)
+	}
+	w.passCommitted(j)
+}
+
+// passCommitted records the job's transactions as committed.
+func (w *worker) passCommitted(j *job) {
 	w.replica.passThrough(j.lastTxn())
 	for i, txn := range j.txns {
-		w.replica.appliedIn(txn.MariaDB.Domain)
 		w.replica.clog.commit(j.gi + int64(i))
 		if w.replica.listsAbove() {
 			w.mine = append(w.mine, committedTxn{gi: j.gi + int64(i), gtid: txn.MariaDB})
