@@ -1110,12 +1110,7 @@ func TestShortWaitTimeoutOnTheTarget(t *testing.T) {
 func TestStopWhileAnXABranchHoldsTemporaryTables(t *testing.T) {
 	sb := upSandbox(t)
 	mustExec(t, sb.Primary, "CREATE DATABASE xt", "CREATE TABLE xt.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB")
-	c, err := rootDB(t, sb.Primary).Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	connExec(t, c, "SET SESSION binlog_format=MIXED",
+	sourceSession(t, sb.Primary, "SET SESSION binlog_format=MIXED",
 		"CREATE TEMPORARY TABLE xt.tmp (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
 		"INSERT INTO xt.tmp VALUES (1, 10), (2, 20)",
 		"XA START 'x1'", "INSERT INTO xt.t SELECT * FROM xt.tmp", "XA END 'x1'", "XA PREPARE 'x1'",
@@ -1154,12 +1149,7 @@ func TestStopWhileAnXABranchHoldsTemporaryTables(t *testing.T) {
 func TestTemporaryTableMadeBehindAComment(t *testing.T) {
 	sb := upSandbox(t)
 	mustExec(t, sb.Primary, "CREATE DATABASE ct", "CREATE TABLE ct.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB", "CREATE TABLE ct.m (id INT PRIMARY KEY) ENGINE=MyISAM")
-	c, err := rootDB(t, sb.Primary).Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	connExec(t, c, "SET SESSION binlog_format=MIXED",
+	c := sourceSession(t, sb.Primary, "SET SESSION binlog_format=MIXED",
 		"/* app: report */ CREATE TEMPORARY TABLE ct.tmp (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
 		"# step 2\nINSERT INTO ct.tmp VALUES (1, 10), (2, 20)")
 	relay := filepath.Join(t.TempDir(), "relay")
@@ -1181,11 +1171,7 @@ func TestTemporaryTableMadeBehindAComment(t *testing.T) {
 func TestKilledWhileTheStatementSessionHoldsTemporaryTables(t *testing.T) {
 	sb := upSandbox(t)
 	mustExec(t, sb.Primary, "CREATE DATABASE kd", "CREATE TABLE kd.m (id INT PRIMARY KEY) ENGINE=MyISAM")
-	c, err := rootDB(t, sb.Primary).Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	connExec(t, c, "SET SESSION binlog_format=MIXED",
+	c := sourceSession(t, sb.Primary, "SET SESSION binlog_format=MIXED",
 		"CREATE TEMPORARY TABLE kd.tmp (id INT PRIMARY KEY) ENGINE=InnoDB",
 		"INSERT INTO kd.m VALUES (1)")
 	c.Close() // the source logs the drop of kd.tmp

@@ -139,6 +139,19 @@ func connExec(t *testing.T, c *sql.Conn, stmts ...string) {
 	}
 }
 
+// sourceSession is one session of root's on srv, closed when the test
+// ends, with stmts run on it: the temporary tables it makes live as long.
+func sourceSession(t *testing.T, srv *sandbox.Server, stmts ...string) *sql.Conn {
+	t.Helper()
+	c, err := rootDB(t, srv).Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	connExec(t, c, stmts...)
+	return c
+}
+
 func rootDB(t *testing.T, srv *sandbox.Server) *sql.DB {
 	t.Helper()
 	db, err := srv.Open("")
