@@ -31,14 +31,13 @@ const (
 	verdictLost = "stopped: temporary table lost"
 )
 
-// lostTemporary is what gapless's stop says of a temporary table it knows
-// the target lost with the connection that held it, and mayBeLost what it
-// says of a table missing that may have been one (when the relay log no
-// longer holds the statement that made it) (internal/target). In the
-// killed variant of a case MariaDB's replica applied, a table the target
-// lacks is such a table.
-// endDrop is what it says of the DROP TEMPORARY TABLE the target logged
-// under a group's GTID as the connection that held them ended amid it.
+// What gapless's stops say (internal/target) of a temporary table it knows
+// the target lost with the connection that held it (lostTemporary), of a
+// missing table that may have been one when the relay log no longer holds
+// the statement that made it (mayBeLost), and of the DROP TEMPORARY TABLE
+// the target logged under a group's GTID as that connection ended amid it
+// (endDrop). In the killed variant of a case MariaDB's replica applied,
+// each is a kill's doing.
 const (
 	lostTemporary = "which the target lost with gapless's connection that held it"
 	mayBeLost     = "if it was a temporary table of the source's session, it was lost"

@@ -694,14 +694,10 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 				finishing = time.After(parkedStopWait)
 				continue
 			}
-			if !stopping {
-				stopNow()
-			}
+			stopNow()
 		case <-finishing:
 			finishing = nil
-			if !stopping {
-				stopNow() // the statement session's worker warns as it ends
-			}
+			stopNow() // the statement session's worker warns as it ends
 		case <-grace:
 			grace = nil
 			r.interruptBatches()
@@ -741,9 +737,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 				parked = res.parked
 				if finishing != nil && !parked {
 					finishing = nil
-					if !stopping {
-						stopNow()
-					}
+					stopNow()
 				}
 			}
 			delete(inflight, res.job.gi)

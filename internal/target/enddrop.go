@@ -24,8 +24,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/go-mysql-org/go-mysql/replication"
-
 	"gapless/internal/binlog"
 	"gapless/internal/gtid"
 )
@@ -64,9 +62,6 @@ func (s *Session) notEndDrop(txn *binlog.Transaction, g gtid.MariaDBGTID) error 
 	if !found || !endDrop.MatchString(info) {
 		return nil
 	}
-	if g == txn.MariaDB && sourceEndDrop(txn) {
-		return nil // the source's group is such a drop too: the same statement
-	}
 	return newApplyError(txn, fmt.Errorf("the target's binlog holds %s as %q, the DROP TEMPORARY TABLE the target logged when gapless's connection holding the source's temporary tables ended amid a group (gapless killed, the connection cut, or the target shut down), not the source's group %s: "+
 		"that group is not on the target, and the source's temporary tables there are gone too (the target lost them with gapless's connection that held them); gapless stops: "+
 		"rebuild the target, or apply group %s on the target by hand outside its binlog (SET sql_log_bin=0) and replicate with %s", g, info, g, g, skipFlags(txn.MariaDB, g)))
@@ -87,17 +82,6 @@ func skipFlags(from, to gtid.MariaDBGTID) string {
 		note = fmt.Sprintf(" (those before %s are on the target)", to)
 	}
 	return strings.Join(flags, " ") + note
-}
-
-// sourceEndDrop reports whether txn is itself the drop a source session
-// logged as it ended.
-func sourceEndDrop(txn *binlog.Transaction) bool {
-	for _, ev := range txn.Events {
-		if q, ok := ev.Data.(*replication.QueryEvent); ok && endDrop.MatchString(string(q.Query)) {
-			return true
-		}
-	}
-	return false
 }
 
 // loggedStatement reads the target's binlog, its newest two files, for the
