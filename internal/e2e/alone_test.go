@@ -1195,3 +1195,54 @@ func TestKilledWhileTheStatementSessionHoldsTemporaryTables(t *testing.T) {
 	}
 	t.Fatal("gapless did not reach the position in 10 runs")
 }
+
+// TestDDLFinishedByTheTargetsRecovery sets the target as its DDL recovery
+// leaves it after a crash amid an ALTER TABLE whose change the engine held
+// but the binlog did not: the ALTER logged, word for word, under the
+// target's own server id at the group's sequence number, and gapless's
+// begun mark naming the group. gapless takes the ALTER for applied, with a
+// warning, and goes on. The same write of another statement stops the run:
+// a client of the target wrote the domain.
+func TestDDLFinishedByTheTargetsRecovery(t *testing.T) {
+	const alter = "ALTER TABLE dr.t ADD COLUMN w INT NOT NULL DEFAULT 5"
+	for _, tc := range []struct{ name, written string }{
+		{"the-alter", alter},
+		{"another-statement", "CREATE TABLE dr.other (a INT)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sb := upSandbox(t)
+			mustExec(t, sb.Primary, "CREATE DATABASE dr", "CREATE TABLE dr.t (id INT PRIMARY KEY, v INT)", "INSERT INTO dr.t VALUES (1, 1)")
+			before := binlogPos(t, sb.Primary)
+			mustExec(t, sb.Primary, "USE dr", alter)
+			ddl := domain0(t, sb.Primary)
+			mustExec(t, sb.Primary, "INSERT INTO dr.t VALUES (2, 2, 6)")
+			until := binlogPos(t, sb.Primary)
+			relay := filepath.Join(t.TempDir(), "relay")
+			if r := gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", before)...); r.code != 0 {
+				t.Fatalf("gapless exited %d:\n%s", r.code, r.stderr)
+			}
+			// What the target's DDL recovery does: the statement under its
+			// default database, server id and domain.
+			mustExec(t, sb.Target, "USE dr", tc.written)
+			if got := domain0(t, sb.Target); got.Seq != ddl.Seq || got.Server == ddl.Server {
+				t.Fatalf("the target logged %s by hand, want %d-<its own>-%d", got, ddl.Domain, ddl.Seq)
+			}
+			mustExec(t, sb.Target, "SET SESSION sql_log_bin=0",
+				fmt.Sprintf("REPLACE INTO gapless.begun (stream, domain_id, gtid, began_at) VALUES ('default', 0, '%s', UTC_TIMESTAMP(6))", ddl))
+			r := gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", until)...)
+			if tc.written != alter {
+				if r.code == 0 || !strings.Contains(r.stderr, "under the target's own server id, and the run before began this DDL") {
+					t.Fatalf("gapless exited %d, want the stop on a client's write of the domain:\n%s", r.code, r.stderr)
+				}
+				return
+			}
+			if r.code != 0 {
+				t.Fatalf("gapless exited %d:\n%s", r.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "the target's DDL recovery finished it") {
+				t.Fatalf("no warning that the target's recovery finished the ALTER:\n%s", r.stderr)
+			}
+			requireEqualTables(t, sb, "dr")
+		})
+	}
+}
