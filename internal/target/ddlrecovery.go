@@ -47,11 +47,13 @@ func (s *Session) finishedByDDLRecovery(txn *binlog.Transaction, last gtid.Maria
 	if err != nil || !found {
 		return false, err
 	}
-	return info == want, nil
+	return strings.TrimSpace(info) == want, nil
 }
 
 // ddlInfo is how SHOW BINLOG EVENTS shows txn's one DDL statement when the
-// target's DDL recovery logs it: "use `db`; " and the statement's text.
+// target's DDL recovery logs it: "use `db`; " and the statement's text as
+// gapless ran it (sourceStatement: an ALTER TABLE is not rewritten but
+// for the terminator and comments after it, which go).
 func ddlInfo(txn *binlog.Transaction) (string, bool) {
 	info, n := "", 0
 	for _, ev := range txn.Events {
@@ -62,7 +64,7 @@ func ddlInfo(txn *binlog.Transaction) (string, bool) {
 		if n++; n > 1 {
 			return "", false
 		}
-		info = string(q.Query)
+		info = withoutTrailer(queryStatement(q.Query))
 		if len(q.Schema) > 0 {
 			info = "use `" + strings.ReplaceAll(string(q.Schema), "`", "``") + "`; " + info
 		}
