@@ -364,7 +364,6 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 	// the source or from the disk, and fetching more would loop for ever.
 	const maxRefetches = 3
 	refetches, refetchedAt := 0, r.currentPosition()
-	r.applying = true
 	for {
 		res, err := r.session(ctx, relay)
 		if errors.Is(err, binlog.ErrCorruptRelay) && ctx.Err() == nil {
@@ -391,6 +390,9 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	if err != nil {
 		return Result{}, err
 	}
+	// From here on a stop ends the pipeline at a gap-less point, which
+	// reports it; before, what the start-up read gave up on it.
+	r.applying = true
 	if !relay.Continues(applied.Position) {
 		if err := relay.Reset(applied.Position); err != nil {
 			return Result{}, err

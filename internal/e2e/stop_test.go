@@ -347,7 +347,7 @@ func TestStopWhileStarting(t *testing.T) {
 	relay := filepath.Join(t.TempDir(), "relay")
 	args := replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--until", binlogPos(t, sb.Primary))
 	starting := 0
-	for delay := 5 * time.Millisecond; delay <= 320*time.Millisecond; delay *= 2 {
+	for delay := 5 * time.Millisecond; delay <= 320*time.Millisecond; delay = delay * 3 / 2 {
 		cmd, _, wait := background(t, args...)
 		time.Sleep(delay)
 		cmd.Process.Signal(syscall.SIGTERM)
