@@ -375,7 +375,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	if res.Filtered > 0 {
 		filtered = fmt.Sprintf(" (and passed %d filtered out)", res.Filtered)
 	}
-	fmt.Printf("%s: applied %d transactions%s in %s; position %s\n", res.Reason, res.Applied, filtered, time.Since(began).Round(time.Millisecond), res.Position.String())
+	fmt.Printf("%s: applied %d transactions%s in %s; position %s\n", res.Reason, res.Applied, filtered, time.Since(began).Round(time.Millisecond), emptyAsNone(res.Position.String()))
 	if res.RolledBack > 0 {
 		fmt.Printf("the stop rolled back %d transactions of batches still executing; the next run applies them\n", res.RolledBack)
 	}
