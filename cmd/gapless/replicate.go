@@ -153,7 +153,7 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
 	return cmd
 }
 
-func runReplicate(ctx context.Context, f replicateFlags) error {
+func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	switch {
 	case !f.source.given() && !f.target.given():
 		return fmt.Errorf("--source and --target are required (or $GAPLESS_SOURCE and $GAPLESS_TARGET)")
@@ -212,6 +212,19 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		}
 		skip = append(skip, g)
 	}
+
+	// A stop (SIGINT, SIGTERM, gapless stop) from here on is taken, not
+	// left to end the process: one while the checks below run ends them,
+	// and the run, as a stop while starting (exit 0, nothing applied).
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	running := false
+	defer func() {
+		if err != nil && !running && ctx.Err() != nil {
+			fmt.Printf("%v: %v; the next run starts from the target's position\n", apply.ErrStoppedWhileStarting, err)
+			err = nil
+		}
+	}()
 
 	level := slog.LevelWarn
 	if f.verbose {
@@ -306,9 +319,6 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 		return err
 	}
 
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
 	cfg := apply.Config{
 		Stream: f.stream,
 		Receiver: binlog.ReceiverConfig{
@@ -358,6 +368,7 @@ func runReplicate(ctx context.Context, f replicateFlags) error {
 	if err != nil {
 		return err
 	}
+	running = true
 	res, err := apply.Run(ctx, cfg)
 	if errors.Is(err, apply.ErrStoppedWhileStarting) {
 		// Stopped (SIGINT, SIGTERM, gapless stop) before the run began to
