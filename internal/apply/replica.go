@@ -440,7 +440,6 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 		held[i] = binlog.HeldTemporary{Thread: k.Thread, Schema: k.DB, Table: k.Name}
 	}
 	decoder.HoldTemporary(held)
-	defer decoder.Close()
 	if r.cfg.MaxQueued <= 0 {
 		r.cfg.MaxQueued = 64 << 20
 	}
@@ -448,7 +447,18 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	txns := make(chan *binlog.Transaction, queueDepth(r.cfg.BatchMax))
 	r.observeSession(relay, txns, budget)
 	decErr := make(chan error, 1)
+	decoded := make(chan struct{})
+	// The decoder is closed once its goroutine has ended, never under it:
+	// closing the relay reader amid its Next ends in a nil file (found by
+	// the conformance short list's stopped variant: a panic as a stop
+	// returned while the goroutine still read).
+	defer func() {
+		cancelPipe()
+		<-decoded
+		decoder.Close()
+	}()
 	go func() {
+		defer close(decoded)
 		defer close(txns)
 		for {
 			if err := budget.room(pipeCtx); err != nil {
