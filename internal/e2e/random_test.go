@@ -132,6 +132,14 @@ func TestTargetKilledUnderRandomLoad(t *testing.T) {
 					t.Logf("stopped as it must where the target's DDL recovery wrote the source's domain:\n%s", r.stderr)
 					return
 				}
+				if r.code != 0 && strings.Contains(r.stderr, "which the target lost with gapless's connection that held it") {
+					// Killed while a source session held a temporary table
+					// across its transactions: the target lost it with the
+					// connection, as MariaDB's replica's server loses it in
+					// a restart; gapless stops, naming it, by design.
+					t.Logf("stopped as it must where a later statement needs a temporary table the kill lost:\n%s", lastLines(r.stderr, 2))
+					return
+				}
 				if r.code != 0 {
 					t.Fatalf("gapless exited %d:\n%s", r.code, r.stderr)
 				}
