@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,6 +38,8 @@ type options struct {
 	Variants       []string
 	Jobs           int
 	Workers        int
+	Policy         string   // gapless --policy for the first run ("" = gapless's default)
+	GaplessFlags   []string // more flags for every gapless run
 	KeepFailed     bool
 	KeepAll        bool
 	Gapless        string
@@ -86,6 +89,9 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&variants, "variants", "default,no-target-binlog", "gapless variants: "+variantNames()+" (stopped and killed interrupt gapless after 1, 2, 4, ... commits and run it again)")
 	fs.IntVar(&o.Jobs, "jobs", 1, "cases run at once")
 	fs.IntVar(&o.Workers, "workers", 8, "gapless --workers for the first run of each case")
+	fs.StringVar(&o.Policy, "policy", "", "gapless --policy for the first run of each case (default: gapless's)")
+	var extra string
+	fs.StringVar(&extra, "gapless-flags", "", "more flags for every gapless run, space-separated (for example \"--commit-order causal\")")
 	fs.BoolVar(&o.KeepFailed, "keep-failed", false, "leave the servers of a case gapless fails running, and its folder")
 	fs.BoolVar(&o.KeepAll, "keep", false, "leave every case's servers running, and its folder (for debugging the harness)")
 	fs.StringVar(&o.Gapless, "gapless", "", "the gapless binary (default: built from this tree into the work folder)")
@@ -105,6 +111,13 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("give --list FILE (conformance/lists/*.txt) or --cases suite.test,...")
 	}
 	o.Cases = splitList(cases)
+	o.GaplessFlags = strings.Fields(extra)
+	for _, f := range o.GaplessFlags {
+		name, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		if strings.HasPrefix(f, "-") && slices.Contains(runnerFlags, name) {
+			return o, fmt.Errorf("--gapless-flags: the runner sets --%s itself (see --workers and --policy)", name)
+		}
+	}
 	o.Formats = splitList(formats)
 	o.Variants = splitList(variants)
 	for _, f := range o.Formats {
@@ -123,6 +136,10 @@ func parseFlags(args []string) (options, error) {
 	o.Command = "go run ./conformance " + strings.Join(args, " ")
 	return o, nil
 }
+
+// runnerFlags are the flags of gapless replicate that every run gets from
+// the runner (replicas.go).
+var runnerFlags = []string{"source", "target", "until", "relay-dir", "progress", "workers", "policy"}
 
 func splitList(s string) []string {
 	var out []string
@@ -195,6 +212,7 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 		return summary{}, err
 	}
 	r := &runner{env: env, fleet: f, template: template, gapless: o.Gapless, workers: o.Workers,
+		policy: o.Policy, extraFlags: o.GaplessFlags,
 		testTimeout: o.TestTimeout, applyTimeout: o.ApplyTimeout, replicaTimeout: o.ReplicaTimeout, keepFailed: o.KeepFailed, keepAll: o.KeepAll}
 	for _, name := range o.Variants {
 		v, _ := lookupVariant(name)
@@ -267,7 +285,8 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 		}
 	}
 	info := runInfo{List: o.List, Command: o.Command, Started: started, Duration: time.Since(started),
-		Gapless: gaplessVersion(o.Gapless), ServerVersion: env.ServerVersion, Formats: o.Formats, Variants: o.Variants, Jobs: o.Jobs}
+		Gapless: gaplessVersion(o.Gapless), ServerVersion: env.ServerVersion, Formats: o.Formats, Variants: o.Variants, Jobs: o.Jobs,
+		Workers: o.Workers, Policy: o.Policy, GaplessFlags: o.GaplessFlags}
 	if err := os.MkdirAll(filepath.Dir(sum.ReportPath), 0o755); err != nil {
 		return sum, err
 	}

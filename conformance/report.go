@@ -26,6 +26,21 @@ type runInfo struct {
 	Formats       []string
 	Variants      []string
 	Jobs          int
+	Workers       int
+	Policy        string
+	GaplessFlags  []string
+}
+
+// replicateCommand is the first gapless run of a case, as the report shows it.
+func (info runInfo) replicateCommand() string {
+	cmd := fmt.Sprintf("gapless replicate --workers %d", info.Workers)
+	if info.Policy != "" {
+		cmd += " --policy " + info.Policy
+	}
+	for _, f := range info.GaplessFlags {
+		cmd += " " + f
+	}
+	return cmd + " --until POS"
 }
 
 func writeReport(w io.Writer, info runInfo, results []caseResult) {
@@ -35,7 +50,7 @@ func writeReport(w io.Writer, info runInfo, results []caseResult) {
 	p("`%s` (%d jobs, %s). gapless: %s. Server: %s.", info.Command, info.Jobs, info.Duration.Round(time.Second), info.Gapless, info.ServerVersion)
 	p("")
 	p("Each case's .test file ran with mariadb-test on a fresh primary (mtr's default server options, the test's own options, binlog format as below);")
-	p("its binlog was then applied by MariaDB's built-in replica and by `gapless replicate --workers 8 --until POS` (once per variant), each onto a fresh target,")
+	p("its binlog was then applied by MariaDB's built-in replica and by `%s` (once per variant), each onto a fresh target,", info.replicateCommand())
 	p("and every target compared with the primary. A gapless failure is counted only where MariaDB's replica reached the position with a target equal to the primary.")
 	p("")
 

@@ -9,7 +9,7 @@ import (
 func TestWriteReport(t *testing.T) {
 	info := runInfo{List: "conformance/lists/short.txt", Command: "go run ./conformance --list conformance/lists/short.txt",
 		Started: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), Duration: 90 * time.Second, Gapless: "/tmp/gapless",
-		ServerVersion: "mariadbd 10.11", Formats: []string{"mixed", "row"}, Variants: []string{"default", "no-target-binlog"}, Jobs: 2}
+		ServerVersion: "mariadbd 10.11", Formats: []string{"mixed", "row"}, Variants: []string{"default", "no-target-binlog"}, Jobs: 2, Workers: 8}
 	results := []caseResult{
 		{Case: testCase{"rpl", "rpl_xa"}, Format: "row", Outcome: caseCompared, Gapless: []gaplessResult{
 			{Variant: "default", Verdict: verdictFailed, Message: "exit 1: gapless: XAPrepareLogEvent events are not supported | at 0-1-12",

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,8 @@ type runner struct {
 	template     string
 	gapless      string
 	workers      int
+	policy       string   // --policy of the first run
+	extraFlags   []string // --gapless-flags
 	variants     []variant
 	testTimeout  time.Duration
 	applyTimeout time.Duration
@@ -169,7 +172,7 @@ func (r *runner) runCase(ctx context.Context, c testCase, format, dir string) (r
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			settings := gaplessSettings{Workers: r.workers, Flags: v.Flags, Interrupt: v.Interrupt}
+			settings := gaplessSettings{Workers: r.workers, Policy: r.policy, Flags: r.flags(v), Interrupt: v.Interrupt}
 			res.Gapless[i] = r.runGaplessVariant(ctx, primary, targets["t-"+v.Name], pos, want, filepath.Join(dir, "gapless-"+v.Name), v, settings, gaplessTimeout)
 		}()
 	}
@@ -185,11 +188,16 @@ func (r *runner) runCase(ctx context.Context, c testCase, format, dir string) (r
 			res.Gapless[i].Serial = &gaplessResult{Variant: v.Name, Verdict: verdictFailed, Message: "serial rerun not made: " + err.Error()}
 			continue
 		}
-		settings := gaplessSettings{Workers: 1, Policy: "serial", Flags: v.Flags, Interrupt: v.Interrupt}
+		settings := gaplessSettings{Workers: 1, Policy: "serial", Flags: r.flags(v), Interrupt: v.Interrupt}
 		serial := r.runGaplessVariant(ctx, primary, target, pos, want, filepath.Join(dir, "gapless-"+v.Name+"-serial"), v, settings, gaplessTimeout)
 		res.Gapless[i].Serial = &serial
 	}
 	return res
+}
+
+// flags are the variant's gapless flags, then --gapless-flags.
+func (r *runner) flags(v variant) []string {
+	return append(slices.Clone(v.Flags), r.extraFlags...)
 }
 
 func (r *runner) runGaplessVariant(ctx context.Context, primary, target *sandbox.Server, pos string, want snapshot, workDir string, v variant, s gaplessSettings, timeout time.Duration) gaplessResult {
