@@ -298,6 +298,9 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	// binlog in GTID strict mode refuses: the target writes them under GTIDs of its own.
 	keepGTID := writeBinlog && f.commitOrder == string(apply.Strict)
 	if writeBinlog && !keepGTID {
+		if err := refuseRing(ctx, srcDB, targetID.serverID); err != nil {
+			return err
+		}
 		fmt.Fprintln(os.Stderr, "note: with --commit-order causal the target's binlog gets GTIDs of its own, not the source's")
 	}
 	serverID := f.serverID
@@ -568,6 +571,30 @@ func targetWritesBinlog(ctx context.Context, db *sql.DB, want bool) (bool, error
 		return false, fmt.Errorf("target: %w", err)
 	}
 	return logBin == 1, nil
+}
+
+// refuseRing refuses causal commit order with the target's binlog written
+// when the source has replicated from the target (its @@gtid_slave_pos
+// names the target's server id: a replication ring): the target would log
+// the source's transactions under its own server id, and the source's
+// replica would apply them a second time. The apply pipeline stops the same
+// way at the first of the target's groups that comes back (ownGroup).
+func refuseRing(ctx context.Context, src *sql.DB, targetServer uint32) error {
+	var s string
+	if err := src.QueryRowContext(ctx, "SELECT @@gtid_slave_pos").Scan(&s); err != nil || s == "" {
+		return nil // a source that cannot say: the pipeline's check remains
+	}
+	pos, err := gtid.ParseMariaDBPosition(s)
+	if err != nil {
+		return nil
+	}
+	for _, g := range pos.GTIDs() {
+		if g.Server == targetServer {
+			return fmt.Errorf("the source's @@gtid_slave_pos holds %s, written by the target (server id %d): the source replicates from the target (a replication ring), and under --commit-order causal the target would log the source's transactions under its own server id and GTIDs, which the source's replica takes for the target's writes and applies a second time; "+
+				"run with --commit-order strict (the default; the target then logs them under the source's GTIDs, which the source passes) or --no-target-binlog", g, targetServer)
+		}
+	}
+	return nil
 }
 
 // targetSlavePos is the target's @@gtid_slave_pos, the position a target

@@ -489,7 +489,10 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			}
 			if applied.Extra[txn.MariaDB] {
 				txn.Events, txn.Filtered, txn.AppliedAhead = nil, true, true
-			} else if r.ownGroup(txn) {
+			} else if own, err := r.ownGroup(txn); err != nil {
+				decErr <- err
+				return
+			} else if own {
 				txn.Events, txn.Filtered = nil, true
 			} else if kept, ok := r.cfg.Filter.Apply(txn); !ok {
 				txn.Filtered = true
@@ -1109,15 +1112,23 @@ func (r *Replica) lagSeconds(now time.Time, behind uint64, lastSource time.Time)
 // ownGroup reports whether txn is a group the target wrote itself (its
 // server id), which came back through a source that replicates from the
 // target: applying it again would apply the target's own writes twice. The
-// first is named in the log.
-func (r *Replica) ownGroup(txn *binlog.Transaction) bool {
+// first is named in the log. Under causal commit order with the target's
+// binlog written, a ring is an error: the target logs the source's groups
+// under its own server id, and the source's replica applies them again.
+func (r *Replica) ownGroup(txn *binlog.Transaction) (bool, error) {
 	if r.cfg.TargetServerID == 0 || txn.Flavor != binlog.FlavorMariaDB || txn.MariaDB.Server != r.cfg.TargetServerID {
-		return false
+		return false, nil
+	}
+	if r.cfg.CommitOrder == Causal && r.cfg.Session.WriteBinlog {
+		return true, fmt.Errorf("%s was written by the target itself (server id %d) and came back through the source: the source replicates from the target (a replication ring). "+
+			"Under --commit-order causal the target logs the source's transactions under its own server id and GTIDs, which the source's replica takes for the target's writes and applies a second time. "+
+			"Run with --commit-order strict (the default; the target then logs them under the source's GTIDs, which the source passes) or --no-target-binlog, and compare the source with the target: transactions applied since the ring began may have been applied twice there",
+			txn.GTID(), r.cfg.TargetServerID)
 	}
 	r.ownSeen.Do(func() {
 		r.log.Info("passing the groups the target wrote itself, which come back through the source (a replication ring), as MariaDB's replica does", "first", txn.GTID())
 	})
-	return true
+	return true, nil
 }
 
 // sourceTime is t, a time of the source's clock (an event's timestamp), on

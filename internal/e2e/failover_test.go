@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -354,4 +355,60 @@ func TestReplicationRing(t *testing.T) {
 	if v != 11 {
 		t.Errorf("the target's own increments came to %d, want 11 (applied once)\n%s", v, r.stderr)
 	}
+}
+
+// Under causal commit order the target logs the source's groups under its
+// own server id, so in a ring the source's replica would apply them a
+// second time. gapless refuses that at start when the source's
+// @@gtid_slave_pos names the target, and stops at the first of the
+// target's groups that comes back through the source when it does not
+// (a source whose position was cleared). Before, it only warned in the
+// README.
+func TestReplicationRingUnderCausalOrder(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Target, "SET GLOBAL gtid_domain_id = 1")
+	t.Cleanup(func() { mustExec(t, sb.Target, "SET GLOBAL gtid_domain_id = 0") })
+	mustExec(t, sb.Primary, "CREATE DATABASE ringc", "CREATE TABLE ringc.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB", "INSERT INTO ringc.t VALUES (1, 0), (2, 0)")
+	relay := filepath.Join(t.TempDir(), "relay")
+	replicateUntilCaughtUp(t, sb, relay)
+	back := fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', MASTER_USE_GTID=current_pos",
+		sb.Target.Port, sandbox.ReplUser, sandbox.ReplPassword)
+	mustExec(t, sb.Primary, back, "START SLAVE")
+	t.Cleanup(func() { mustExec(t, sb.Primary, "STOP SLAVE", "RESET SLAVE ALL") })
+	mustExec(t, sb.Target, "UPDATE ringc.t SET v = v + 1 WHERE id = 2")
+	// The target's own domain (1): the primary's replica never receives
+	// its own domain's groups, so its position lacks domain 0.
+	var own string
+	rootDB(t, sb.Target).QueryRow("SELECT @@gtid_binlog_pos").Scan(&own)
+	own = strings.Join(slices.DeleteFunc(strings.Split(own, ","), func(g string) bool { return strings.HasPrefix(g, "0-") }), ",")
+	waitReplicaAt(t, sb.Primary, own)
+
+	r := gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--commit-order", "causal", "--until", binlogPos(t, sb.Primary))...)
+	requireRefused(t, r, "replication ring", "@@gtid_slave_pos", "--commit-order strict", "--no-target-binlog")
+
+	// A source whose position no longer names the target: the target's
+	// group comes back through the source's binlog, and the run stops there,
+	// having applied nothing after it.
+	// (The binlog's domains must stay in the position, 1948: domain 1's
+	// entry is given another server id.)
+	var primaryPos string
+	var targetID int
+	rootDB(t, sb.Primary).QueryRow("SELECT @@gtid_binlog_pos").Scan(&primaryPos)
+	rootDB(t, sb.Target).QueryRow("SELECT @@server_id").Scan(&targetID)
+	cleared := strings.ReplaceAll(primaryPos, fmt.Sprintf("-%d-", targetID), "-999-")
+	mustExec(t, sb.Primary, "STOP SLAVE", "SET GLOBAL gtid_slave_pos = '"+cleared+"'")
+	mustExec(t, sb.Primary, "UPDATE ringc.t SET v = v + 1 WHERE id = 1")
+	r = gapless(t, nil, replicateArgs(sb.SourceURL, sb.TargetURL, relay, "--commit-order", "causal", "--until", binlogPos(t, sb.Primary))...)
+	t.Logf("exit %d: %s", r.code, r.stderr)
+	if r.code == 0 || !strings.Contains(r.stderr, "came back through the source") || !strings.Contains(r.stderr, "--commit-order strict") {
+		t.Fatalf("gapless under causal order in a ring exited %d, want the ring's stop\n%s", r.code, r.stderr)
+	}
+	var v int
+	rootDB(t, sb.Target).QueryRow("SELECT v FROM ringc.t WHERE id = 1").Scan(&v)
+	if v != 0 {
+		t.Errorf("the target applied the source's update after the target's own group (v = %d, want 0)", v)
+	}
+	// The default strict order goes on from there and ends equal.
+	replicateUntilCaughtUp(t, sb, relay)
+	requireSameAnswers(t, sb, "SELECT id, v FROM ringc.t ORDER BY id")
 }
