@@ -8,6 +8,7 @@
 #   make build && scripts/soak.sh            SECS (10) seconds of load per run
 # Settings through the environment: SECS, SOAK_DIR (/tmp/gapless-soak), GAPLESS (bin/gapless),
 # SOAK_SET (more of the primary's global variables, for example "binlog_row_image=MINIMAL"),
+# SOAK_FLAGS (more flags for every gapless replicate, for example "--commit-order causal"),
 # SOAK_INTERRUPT=1: gapless replicates while the load runs, and is stopped (SIGTERM, which must
 # exit 0) or killed (SIGKILL) every 0.1-3 s and started again, before the last run to the position.
 set -uo pipefail
@@ -35,7 +36,7 @@ interrupted() {
   : >"$work/$name.live.err"
   while kill -0 "$load" 2>/dev/null; do
     n=$((n + 1))
-    $bin replicate --workers 8 --relay-dir "$relay" --progress 0 >>"$work/$name.live.out" 2>>"$work/$name.live.err" &
+    $bin replicate --workers 8 --relay-dir "$relay" --progress 0 ${SOAK_FLAGS:-} >>"$work/$name.live.out" 2>>"$work/$name.live.err" &
     gl=$!
     sleep "$((RANDOM % 3)).$((RANDOM % 9 + 1))"
     signal=KILL
@@ -70,7 +71,7 @@ soak() {
   local until start end
   until=$(primary -N -e "SELECT @@gtid_binlog_pos")
   start=$(date +%s.%N)
-  if ! $bin replicate --workers 8 --until "$until" --relay-dir "$relay" --progress 0 >"$work/$name.out" 2>"$work/$name.err"; then
+  if ! $bin replicate --workers 8 --until "$until" --relay-dir "$relay" --progress 0 ${SOAK_FLAGS:-} >"$work/$name.out" 2>"$work/$name.err"; then
     echo "$name $format $script $*: REPLICATE FAILED"; tail -5 "$work/$name.err"; return 1
   fi
   end=$(date +%s.%N)
