@@ -85,7 +85,7 @@ func parseFlags(args []string) (options, error) {
 	var cases, formats, variants string
 	fs.StringVar(&o.List, "list", "", "list file of cases, one suite.test a line (conformance/lists/*.txt)")
 	fs.StringVar(&cases, "cases", "", "run only these cases (comma-separated suite.test; need not be in the list)")
-	fs.StringVar(&formats, "formats", "mixed,row", "the primary's binlog formats: mixed, row, row-minimal (ROW with binlog_row_image=MINIMAL)")
+	fs.StringVar(&formats, "formats", "mixed,row", "the primary's binlog formats: mixed, row, statement, row-minimal and row-noblob (ROW with binlog_row_image=MINIMAL or NOBLOB), mixed-compressed and row-compressed (log_bin_compress=ON)")
 	fs.StringVar(&variants, "variants", "default,no-target-binlog", "gapless variants: "+variantNames()+" (stopped and killed interrupt gapless after 1, 2, 4, ... commits and run it again)")
 	fs.IntVar(&o.Jobs, "jobs", 1, "cases run at once")
 	fs.IntVar(&o.Workers, "workers", 8, "gapless --workers for the first run of each case")
@@ -122,7 +122,7 @@ func parseFlags(args []string) (options, error) {
 	o.Variants = splitList(variants)
 	for _, f := range o.Formats {
 		if _, ok := binlogFormats[f]; !ok {
-			return o, fmt.Errorf("--formats: %q is not mixed, row or row-minimal", f)
+			return o, fmt.Errorf("--formats: %q is not %s", f, binlogFormatNames())
 		}
 	}
 	for _, v := range o.Variants {

@@ -10,9 +10,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -279,11 +281,27 @@ type binlogFormat struct {
 }
 
 // binlogFormats are the --formats values. row-minimal is ROW with minimal
-// row images (binlog_row_image=MINIMAL: a row's key and changed columns).
+// row images (binlog_row_image=MINIMAL: a row's key and changed columns),
+// row-noblob ROW without unchanged BLOB and TEXT columns
+// (binlog_row_image=NOBLOB). The -compressed ones write compressed query
+// and row events (log_bin_compress, down to 10 bytes so that nearly every
+// event is compressed).
 var binlogFormats = map[string]binlogFormat{
-	"mixed":       {binlog: "MIXED", combination: "mix"},
-	"row":         {binlog: "ROW", combination: "row"},
-	"row-minimal": {binlog: "ROW", combination: "row", options: []string{"binlog_row_image=MINIMAL"}},
+	"mixed":            {binlog: "MIXED", combination: "mix"},
+	"row":              {binlog: "ROW", combination: "row"},
+	"statement":        {binlog: "STATEMENT", combination: "stmt"},
+	"row-minimal":      {binlog: "ROW", combination: "row", options: []string{"binlog_row_image=MINIMAL"}},
+	"row-noblob":       {binlog: "ROW", combination: "row", options: []string{"binlog_row_image=NOBLOB"}},
+	"mixed-compressed": {binlog: "MIXED", combination: "mix", options: compressedEvents},
+	"row-compressed":   {binlog: "ROW", combination: "row", options: compressedEvents},
+}
+
+var compressedEvents = []string{"log_bin_compress=ON", "log_bin_compress_min_len=10"}
+
+// binlogFormatNames lists the --formats values for messages.
+func binlogFormatNames() string {
+	names := slices.Sorted(maps.Keys(binlogFormats))
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // errServerOptions marks a primary that does not start with the options a

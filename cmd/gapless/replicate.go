@@ -240,7 +240,7 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 		return fmt.Errorf("source: %w", err)
 	}
 	defer srcDB.Close()
-	if err := checkSource(ctx, srcDB, srcCfg); err != nil {
+	if err := checkSource(ctx, srcDB, srcCfg, logger); err != nil {
 		return err
 	}
 	srcTLS, err := srcCfg.TLS()
@@ -454,8 +454,12 @@ func checkStartPosition(ctx context.Context, db *sql.DB, stream string, start *g
 		start.String(), emptyAsNone(applied.Position.String()), stream, stream)
 }
 
-// checkSource refuses a source gapless cannot replicate from, with the reason.
-func checkSource(ctx context.Context, db *sql.DB, cfg dburl.Config) error {
+// checkSource refuses a source gapless cannot replicate from, with the
+// reason, and warns of one in STATEMENT format: it is replicated as
+// MariaDB's replica replicates it, but a statement that MIXED would have
+// logged as rows (UUID(), a LIMIT without ORDER BY) can leave the target
+// different, on gapless's target as on MariaDB's replica.
+func checkSource(ctx context.Context, db *sql.DB, cfg dburl.Config, logger *slog.Logger) error {
 	flavor, version, err := binlog.ServerFlavor(ctx, db)
 	if err != nil {
 		return fmt.Errorf("source %s: %w", cfg.Addr(), err)
@@ -464,8 +468,8 @@ func checkSource(ctx context.Context, db *sql.DB, cfg dburl.Config) error {
 		return fmt.Errorf("source %s runs %s: only MariaDB sources are replicated so far", cfg.Addr(), version)
 	}
 	var logBin int
-	var format, rowImage string
-	err = db.QueryRowContext(ctx, "SELECT @@log_bin, @@binlog_format, @@binlog_row_image").Scan(&logBin, &format, &rowImage)
+	var format string
+	err = db.QueryRowContext(ctx, "SELECT @@log_bin, @@binlog_format").Scan(&logBin, &format)
 	if err != nil {
 		return fmt.Errorf("source %s: read binlog settings: %w", cfg.Addr(), err)
 	}
@@ -473,7 +477,8 @@ func checkSource(ctx context.Context, db *sql.DB, cfg dburl.Config) error {
 		return fmt.Errorf("source %s has no binlog (log_bin=OFF); start it with log_bin and binlog_format=ROW", cfg.Addr())
 	}
 	if strings.EqualFold(format, "STATEMENT") {
-		return fmt.Errorf("source %s writes binlog_format=STATEMENT; gapless needs ROW or MIXED (SET GLOBAL binlog_format=ROW)", cfg.Addr())
+		logger.Warn("the source writes binlog_format=STATEMENT: a statement unsafe for statement-based replication (UUID(), a LIMIT without ORDER BY, ...) can leave the target different from the source, as it can MariaDB's own replica; gapless warns at the first of each kind; SET GLOBAL binlog_format=MIXED on the source logs such statements as rows",
+			"source", cfg.Addr())
 	}
 	return nil
 }
