@@ -254,6 +254,16 @@ func seqText(g gtid.MariaDBGTID) string {
 	return sqltext.Literal(fmt.Sprintf("%020d", g.Seq))
 }
 
+// OpenTransactionCache is a transactional statement that changes nothing
+// and is binlogged: run first in a target transaction, it makes the target
+// keep the statements on non-transactional tables that follow in the
+// transaction's binlog cache (binlog_direct_non_transactional_updates off,
+// logged as statements), so that they are one GTID group with the rest,
+// rather than each a group of its own. The table it names is one that
+// transactions binlogged by gapless write anyway (their positions), so a
+// replica of the target has it.
+const OpenTransactionCache = "UPDATE " + Schema + ".checkpoint SET seq_no = seq_no WHERE stream = ''"
+
 // OneGroupCheck is a statement that fails with error 1242 (a subquery of
 // more than one row) when the target's binlog holds a GTID of g's domain
 // past g, and otherwise does nothing: it writes no table and no binlog, so

@@ -14,18 +14,24 @@ import (
 // arrives as a statement with its session's context (INSERT_ID, RAND
 // seeds, user variables, the source session's temporary tables), on
 // transactional and non-transactional tables, from stored routines and
-// triggers, through several workers and across a stop. The run warns once,
+// triggers, through several workers and across a stop; and a stored function
+// that remakes a temporary MyISAM table, called for each row of a SELECT, which
+// the source logs as one group of a statement a call, flagged DDL, and which
+// the target keeps as one GTID group too. The run warns once,
 // at its start, that such a source can log statements that leave a replica
 // different; the tables then compare equal.
 func TestReplicatesStatementFormatSource(t *testing.T) {
 	sb := sandbox.UpForTest(t, sandbox.Options{Fast: true, PrimaryExtra: []string{"binlog_format=STATEMENT"}})
 	mustExec(t, sb.Primary, "SET GLOBAL log_bin_trust_function_creators=1")
-	mustExec(t, sb.Target, "SET GLOBAL log_bin_trust_function_creators=1")
+	// Temporary tables made without an engine are MyISAM on both sides, as
+	// under mtr's options.
+	mustExec(t, sb.Target, "SET GLOBAL log_bin_trust_function_creators=1", "SET GLOBAL default_tmp_storage_engine=MyISAM")
 	var format string
 	if err := rootDB(t, sb.Primary).QueryRow("SELECT @@global.binlog_format").Scan(&format); err != nil || format != "STATEMENT" {
 		t.Fatalf("the primary's binlog_format is %q (%v), not STATEMENT", format, err)
 	}
 	s := sourceSession(t, sb.Primary,
+		"SET SESSION default_tmp_storage_engine=MyISAM",
 		"CREATE DATABASE st",
 		"USE st",
 		"CREATE TABLE st.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40), n DOUBLE) ENGINE=InnoDB",
@@ -42,6 +48,10 @@ func TestReplicatesStatementFormatSource(t *testing.T) {
 		"INSERT INTO st.t (v, n) VALUES ('rand', RAND())",
 		"CALL st.fill(@k)",
 		"SELECT st.bump(5)",
+		"CREATE FUNCTION st.remake() RETURNS INT BEGIN DROP TEMPORARY TABLE IF EXISTS rt; CREATE TEMPORARY TABLE rt (id INT); INSERT INTO rt VALUES (1), (2); RETURN (SELECT COUNT(*) FROM rt); END",
+		"SELECT st.remake()",
+		"SELECT st.remake() FROM st.m",
+		"INSERT INTO st.t (v) SELECT CONCAT('rt ', id) FROM rt",
 		// The source session's temporary tables.
 		"CREATE TEMPORARY TABLE tmp (id INT PRIMARY KEY, v VARCHAR(40))",
 		"INSERT INTO tmp VALUES (100, 'from tmp'), (101, 'from tmp too')",

@@ -94,6 +94,49 @@ func shapeOf(txn *binlog.Transaction) groupShape {
 	return shapeAlone
 }
 
+// routineTemporaryDDL reports whether txn is a group of several DML or
+// SELECT statements, logged as statements and not transactional, that the
+// source flagged DDL: a stored function or trigger its statements call made
+// or dropped a temporary table (main.sp in STATEMENT format: SELECT f() FROM
+// t, f dropping and creating a temporary MyISAM table, is logged as one
+// SELECT f() for each of t's rows, in one group). The target runs each of
+// them as a statement of its own, and with nothing transactional before it
+// in the transaction it binlogs each one's writes to the temporary table as
+// a GTID group of its own. So such a group's transaction opens with
+// ckpt.OpenTransactionCache: after a transactional statement, the target
+// keeps statements on non-transactional tables in the transaction's cache,
+// and the group is one GTID group there. (Its position stays guarded, as a
+// statement logged as rows would still go apart.)
+func routineTemporaryDDL(txn *binlog.Transaction) bool {
+	if txn.Flavor != binlog.FlavorMariaDB || !txn.Has(binlog.FlagDDL) || txn.Has(binlog.FlagStandalone) ||
+		txn.Has(binlog.FlagTransactional) || completesXA(txn) || len(txn.Events) == 0 {
+		return false
+	}
+	n := 0
+	for _, ev := range txn.Events {
+		switch e := ev.Data.(type) {
+		case *replication.QueryEvent:
+			text := queryStatement(e.Query)
+			switch {
+			case binlog.ControlStatement(e.Query) != "":
+			case e.ErrorCode == 0 && (statement.IsDML(text) || startsWithWord(text, "SELECT") || startsWithWord(text, "DO")):
+				n++
+			default:
+				return false
+			}
+		case *replication.IntVarEvent:
+		case *replication.GenericEvent:
+			if t := ev.Header.EventType; t != replication.RAND_EVENT && t != replication.USER_VAR_EVENT {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	last, ok := txn.Events[len(txn.Events)-1].Data.(*replication.QueryEvent)
+	return n > 1 && ok && strings.EqualFold(queryStatement(last.Query), "COMMIT")
+}
+
 // savepointsLeftOut reports whether txn's SAVEPOINT and RELEASE SAVEPOINT
 // statements are left out on the target: the source flagged the group
 // transactional, but a table it writes is not transactional on the target

@@ -1051,6 +1051,9 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 		if inside {
 			body = append(body, checkpoint)
 		}
+		if s.opts.KeepGTID && s.opts.WriteBinlog && routineTemporaryDDL(txn) {
+			body = append(body, ckpt.OpenTransactionCache)
+		}
 	}
 	// A MariaDB GTID event stands for BEGIN unless the group is a standalone statement.
 	begun := txn.Flavor == binlog.FlavorMariaDB && !txn.Has(binlog.FlagStandalone)
