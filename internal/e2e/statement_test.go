@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +17,8 @@ import (
 // seeds, user variables, the source session's temporary tables), on
 // transactional and non-transactional tables, from stored routines and
 // triggers, through several workers and across a stop; and a stored function
-// that remakes a temporary MyISAM table, called for each row of a SELECT, which
+// that remakes a temporary MyISAM table, a LOAD DATA that fails on the
+// source after its file was logged, called for each row of a SELECT, which
 // the source logs as one group of a statement a call, flagged DDL, and which
 // the target keeps as one GTID group too. The run warns once,
 // at its start, that such a source can log statements that leave a replica
@@ -66,6 +69,20 @@ func TestReplicatesStatementFormatSource(t *testing.T) {
 		"ROLLBACK",
 		"UPDATE st.t SET n = 1 ORDER BY id DESC LIMIT 2",
 	)
+	// LOAD DATA, once loaded and once failing on a MyISAM table's
+	// duplicate key (the source logs the file, then drops it: DELETE_FILE).
+	rows := filepath.Join(t.TempDir(), "rows.txt")
+	if err := os.WriteFile(rows, []byte("300\tloaded\n301\tloaded too\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	connExec(t, s, "LOAD DATA INFILE '"+rows+"' INTO TABLE st.t (id, v)")
+	taken := filepath.Join(t.TempDir(), "taken.txt")
+	if err := os.WriteFile(taken, []byte("1\t10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ExecContext(context.Background(), "LOAD DATA INFILE '"+taken+"' INTO TABLE st.m"); err == nil {
+		t.Fatal("a LOAD DATA of a key st.m holds did not fail")
+	}
 	relay := filepath.Join(t.TempDir(), "relay")
 	first := replicateUntilCaughtUp(t, sb, relay, "--workers", "4")
 	if !strings.Contains(first.stderr, "binlog_format=STATEMENT") {

@@ -137,6 +137,39 @@ func routineTemporaryDDL(txn *binlog.Transaction) bool {
 	return n > 1 && ok && strings.EqualFold(queryStatement(last.Query), "COMMIT")
 }
 
+// onlyDroppedLoads reports whether txn holds nothing to run: the files of
+// LOAD DATA statements that failed on the source, each dropped again
+// (DELETE_FILE), between BEGIN and COMMIT. The target would binlog no
+// group for it; ckpt.OpenTransactionCache gives it one, under the source's
+// GTID, as every other group of the source has on the target.
+func onlyDroppedLoads(txn *binlog.Transaction) bool {
+	if txn.Flavor != binlog.FlavorMariaDB || txn.Has(binlog.FlagStandalone) || len(txn.Events) == 0 {
+		return false
+	}
+	dropped := false
+	for _, ev := range txn.Events {
+		switch e := ev.Data.(type) {
+		case *replication.BeginLoadQueryEvent:
+		case *replication.QueryEvent:
+			if binlog.ControlStatement(e.Query) == "" {
+				return false
+			}
+		case *replication.GenericEvent:
+			switch ev.Header.EventType {
+			case replication.APPEND_BLOCK_EVENT:
+			case replication.DELETE_FILE_EVENT:
+				dropped = true
+			default:
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	last, ok := txn.Events[len(txn.Events)-1].Data.(*replication.QueryEvent)
+	return dropped && ok && strings.EqualFold(queryStatement(last.Query), "COMMIT")
+}
+
 // savepointsLeftOut reports whether txn's SAVEPOINT and RELEASE SAVEPOINT
 // statements are left out on the target: the source flagged the group
 // transactional, but a table it writes is not transactional on the target

@@ -39,6 +39,15 @@ func appendBlock(ev binlog.Event, format binlog.Event) (uint32, []byte, error) {
 	return binary.LittleEndian.Uint32(body), body[4:], nil
 }
 
+// deletedFile decodes a DELETE_FILE event's body: the file id.
+func deletedFile(ev binlog.Event, format binlog.Event) (uint32, error) {
+	body := binlog.Payload(ev.Raw, format)
+	if len(body) < 4 {
+		return 0, fmt.Errorf("DELETE_FILE event of %d bytes", len(body))
+	}
+	return binary.LittleEndian.Uint32(body), nil
+}
+
 // loadFileName is the name the target's statement reads file id's bytes by.
 // Plain letters and digits: it reads the same under any sql_mode and
 // character set, and the server sends it back as it is.

@@ -1051,7 +1051,7 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 		if inside {
 			body = append(body, checkpoint)
 		}
-		if s.opts.KeepGTID && s.opts.WriteBinlog && routineTemporaryDDL(txn) {
+		if s.opts.KeepGTID && s.opts.WriteBinlog && (routineTemporaryDDL(txn) || onlyDroppedLoads(txn)) {
 			body = append(body, ckpt.OpenTransactionCache)
 		}
 	}
@@ -1349,6 +1349,14 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 				if err != nil {
 					return nil, false, fmt.Errorf("%s: %w", txn, err)
 				}
+			case replication.DELETE_FILE_EVENT:
+				// A LOAD DATA that failed on the source after its file was
+				// sent: the file is dropped, and nothing runs.
+				fileID, err := deletedFile(ev, txn.Format)
+				if err != nil {
+					return nil, false, fmt.Errorf("%s: %w", txn, err)
+				}
+				delete(s.loads, loadFileName(fileID))
 			case replication.XA_PREPARE_LOG_EVENT:
 				// the XA PREPARE that xaPrepareScript adds
 			default:
