@@ -261,9 +261,9 @@ func seqText(g gtid.MariaDBGTID) string {
 // logged as statements), so that they are one GTID group with the rest,
 // rather than each a group of its own. The table it names is one that
 // transactions binlogged by gapless write anyway (their positions), so a
-// replica of the target has it. It looks up a whole primary key no row has
-// (no stream is named ''), which locks only the gap before the first row,
-// never a row a worker's position writes.
+// replica of the target has it. It looks up a whole primary key no row
+// has (a stream's name is never empty), which locks only the gap before
+// the first row, never a row a worker's position writes.
 const OpenTransactionCache = "UPDATE " + Schema + ".checkpoint SET seq_no = seq_no WHERE stream = '' AND domain_id = 0 AND slot = 0"
 
 // OneGroupCheck is a statement that fails with error 1242 (a subquery of
