@@ -18,7 +18,8 @@ import (
 // transactional and non-transactional tables, from stored routines and
 // triggers, through several workers and across a stop; and a stored function
 // that remakes a temporary MyISAM table, a LOAD DATA that fails on the
-// source after its file was logged, called for each row of a SELECT, which
+// source after its file was logged, a statement put in another GTID domain
+// by SET STATEMENT, called for each row of a SELECT, which
 // the source logs as one group of a statement a call, flagged DDL, and which
 // the target keeps as one GTID group too. The run warns once,
 // at its start, that such a source can log statements that leave a replica
@@ -83,6 +84,9 @@ func TestReplicatesStatementFormatSource(t *testing.T) {
 	if _, err := s.ExecContext(context.Background(), "LOAD DATA INFILE '"+taken+"' INTO TABLE st.m"); err == nil {
 		t.Fatal("a LOAD DATA of a key st.m holds did not fail")
 	}
+	// A statement in another GTID domain by SET STATEMENT, which the
+	// source logs with its prefix.
+	mustExec(t, sb.Primary, "SET STATEMENT gtid_domain_id = 20 FOR INSERT INTO st.t (v) VALUES ('domain 20')")
 	relay := filepath.Join(t.TempDir(), "relay")
 	first := replicateUntilCaughtUp(t, sb, relay, "--workers", "4")
 	if !strings.Contains(first.stderr, "binlog_format=STATEMENT") {

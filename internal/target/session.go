@@ -1238,7 +1238,7 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 			context = append(context, binlog.IntVar{Kind: byte(e.Type), Value: e.Value}.Statement())
 		case *replication.QueryEvent:
 			body = rows.flush(body)
-			text := queryStatement(e.Query)
+			text := withoutGTIDAssignments(queryStatement(e.Query))
 			s.noteTemporary(text)
 			switch {
 			case strings.EqualFold(text, "COMMIT"):
