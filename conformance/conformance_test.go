@@ -35,7 +35,7 @@ func TestShortList(t *testing.T) {
 	}
 	// The template datadir is kept between test runs (rebuilt when the
 	// server version changes); the cases run under dir. A run is a hang
-	// past 90 s (or 3 times MariaDB's replica): the list runs beside the
+	// past 90 s (or 3 times MariaDB's replica per variant): the list runs beside the
 	// e2e tests on CI's two cores, where main.sp's 2 700 row groups once
 	// took over 30 s, and a loop never ends at all.
 	opts := options{

@@ -100,7 +100,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.MtrDir, "mysql-test-dir", "/usr/share/mysql/mysql-test", "MariaDB's mysql-test directory (package mariadb-test-data)")
 	fs.DurationVar(&o.TestTimeout, "test-timeout", 3*time.Minute, "time limit of one mariadb-test run")
 	fs.DurationVar(&o.ReplicaTimeout, "replica-timeout", 5*time.Minute, "time limit of MariaDB's replica on one case")
-	fs.DurationVar(&o.ApplyTimeout, "apply-timeout", time.Minute, "time limit of one gapless run, or 3 times what MariaDB's replica took if that is longer; gapless past it is a hang")
+	fs.DurationVar(&o.ApplyTimeout, "apply-timeout", time.Minute, "time limit of one gapless run, or 3 times what MariaDB's replica took for each variant (they run at once) if that is longer; gapless past it is a hang")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestGaplessFlags(t *testing.T) {
@@ -27,6 +28,24 @@ func TestGaplessFlags(t *testing.T) {
 		_, err := parseFlags([]string{"--cases", "rpl.rpl_xa", "--gapless-flags", flags})
 		if err == nil || !strings.Contains(err.Error(), "the runner sets") {
 			t.Errorf("--gapless-flags %q: err = %v, want the runner's own flag refused", flags, err)
+		}
+	}
+}
+
+func TestGaplessBudget(t *testing.T) {
+	for _, c := range []struct {
+		replica  float64
+		variants int
+		want     time.Duration
+	}{
+		{1, 2, time.Minute},                     // a quick case: the flag's minute
+		{31, 1, 93 * time.Second},               // one variant: three times the replica
+		{31, 2, 186 * time.Second},              // two at once: three times each
+		{31, 0, 93 * time.Second},               // no variant counts as one
+		{10.5, 3, time.Minute + 34*time.Second}, // 94.5 s, whole seconds
+	} {
+		if got := gaplessBudget(time.Minute, c.replica, c.variants); got != c.want {
+			t.Errorf("gaplessBudget(1m, %v s, %d) = %s, want %s", c.replica, c.variants, got, c.want)
 		}
 	}
 }

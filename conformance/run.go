@@ -37,9 +37,9 @@ type runner struct {
 	testTimeout  time.Duration
 	applyTimeout time.Duration
 	// replicaTimeout bounds MariaDB's replica; gapless gets applyTimeout
-	// or three times what the replica took, whichever is longer, so a
-	// binlog that is slow to apply anyway (row events on a table without a
-	// key) is not called a hang.
+	// or three times what the replica took for each variant, whichever is
+	// longer (gaplessBudget), so a binlog that is slow to apply anyway (row
+	// events on a table without a key) is not called a hang.
 	replicaTimeout time.Duration
 	keepFailed     bool
 	keepAll        bool
@@ -151,7 +151,7 @@ func (r *runner) runCase(ctx context.Context, c testCase, format, dir string) (r
 	}
 
 	res.Replica = runMariaDBReplica(ctx, primary, targets["t-mariadb"], pos, r.replicaTimeout)
-	gaplessTimeout := max(r.applyTimeout, time.Duration(3*res.Replica.Seconds)*time.Second)
+	gaplessTimeout := gaplessBudget(r.applyTimeout, res.Replica.Seconds, len(r.variants))
 	var replicaDiff []string
 	if res.Replica.OK {
 		replicaDiff, err = r.diffTarget(ctx, want, targets["t-mariadb"])
@@ -313,4 +313,15 @@ func firstErrorLine(err error) string {
 		}
 	}
 	return strings.Join(strings.Fields(abbreviate(s, 300)), " ")
+}
+
+// gaplessBudget is the time limit of each gapless variant of a case:
+// applyTimeout, or three times the replicaSeconds MariaDB's replica took
+// for each of the variants, whichever is longer. The variants run at once,
+// on targets of their own, where the replica ran alone: a binlog whose
+// statements keep the target's CPU or disk busy (a 1 GB value built by
+// REPEAT, logged as a statement) takes each of them about as long as
+// the replica times the number running beside it.
+func gaplessBudget(applyTimeout time.Duration, replicaSeconds float64, variants int) time.Duration {
+	return max(applyTimeout, time.Duration(3*replicaSeconds*float64(max(variants, 1)))*time.Second)
 }
