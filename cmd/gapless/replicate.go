@@ -271,6 +271,9 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	if writeBinlog {
+		warnRowTargetGetsStatements(ctx, srcDB, tgtDB, logger)
+	}
 	if err := checkStartPosition(ctx, tgtDB, f.stream, start); err != nil {
 		return err
 	}
@@ -576,6 +579,27 @@ func targetWritesBinlog(ctx context.Context, db *sql.DB, want bool) (bool, error
 		return false, fmt.Errorf("target: %w", err)
 	}
 	return logBin == 1, nil
+}
+
+// warnRowTargetGetsStatements warns when the target's binlog_format is ROW
+// and the source's is not: the apply sessions binlog in MIXED, so the
+// source's statements go to the target's binlog as statements, which a
+// reader of it that takes only row events (a CDC tool) would not see.
+// A target that cannot say is left alone.
+func warnRowTargetGetsStatements(ctx context.Context, src, tgt *sql.DB, logger *slog.Logger) {
+	var sourceFormat, targetFormat string
+	if src.QueryRowContext(ctx, "SELECT @@global.binlog_format").Scan(&sourceFormat) != nil ||
+		tgt.QueryRowContext(ctx, "SELECT @@global.binlog_format").Scan(&targetFormat) != nil {
+		return
+	}
+	if !strings.EqualFold(targetFormat, "ROW") || strings.EqualFold(sourceFormat, "ROW") {
+		return
+	}
+	logger.Warn("the target's binlog_format is ROW, but the source's is "+sourceFormat+": the changes the source logs as statements go to the target's binlog as those statements, not as rows "+
+		"(gapless binlogs the source's events as the source logged them, so that each source transaction stays one GTID group on the target), "+
+		"and a reader of the target's binlog that takes only row events (a CDC tool) would miss them; "+
+		"SET GLOBAL binlog_format=ROW on the source makes every change a row event in both binlogs",
+		"source format", sourceFormat, "target format", targetFormat)
 }
 
 // refuseRing refuses causal commit order with the target's binlog written

@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,6 +26,10 @@ import (
 // the target keeps as one GTID group too. The run warns once,
 // at its start, that such a source can log statements that leave a replica
 // different; the tables then compare equal.
+// rowTargetWarning begins the warning a run gives when the target's binlog
+// is in ROW format and the source's is not.
+const rowTargetWarning = "the target's binlog_format is ROW, but the source's is"
+
 func TestReplicatesStatementFormatSource(t *testing.T) {
 	sb := sandbox.UpForTest(t, sandbox.Options{Fast: true, PrimaryExtra: []string{"binlog_format=STATEMENT"}})
 	mustExec(t, sb.Primary, "SET GLOBAL log_bin_trust_function_creators=1")
@@ -91,6 +97,22 @@ func TestReplicatesStatementFormatSource(t *testing.T) {
 	first := replicateUntilCaughtUp(t, sb, relay, "--workers", "4")
 	if !strings.Contains(first.stderr, "binlog_format=STATEMENT") {
 		t.Errorf("the run did not warn that the source writes STATEMENT format:\n%s", first.stderr)
+	}
+	// The target is in ROW format, and holds the source's statements as
+	// statements: the run says so.
+	if !strings.Contains(first.stderr, rowTargetWarning) {
+		t.Errorf("the run did not warn that the target, in ROW format, binlogs the source's statements:\n%s", first.stderr)
+	}
+	files, err := filepath.Glob(filepath.Join(sb.Target.Config.Dir, sb.Target.Config.Name, "binlog", "mariadb-bin.[0-9]*"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no binlog files on the target (%v)", err)
+	}
+	out, err := exec.Command("mariadb-binlog", files...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("mariadb-binlog: %v: %s", err, out)
+	}
+	if !bytes.Contains(out, []byte("INSERT INTO st.m VALUES (1, 0), (2, 0)")) {
+		t.Errorf("the target's binlog, in ROW format, does not hold the source's INSERT as a statement, as the warning says:\n%.3000s", out)
 	}
 	requireEqual(t, sb)
 
