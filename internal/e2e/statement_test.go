@@ -25,7 +25,8 @@ import (
 // the source logs as one group of a statement a call, flagged DDL, and which
 // the target keeps as one GTID group too. The run warns once,
 // at its start, that such a source can log statements that leave a replica
-// different; the tables then compare equal.
+// different, and that the target, in ROW format, binlogs the source's
+// statements as statements; the tables then compare equal.
 // rowTargetWarning begins the warning a run gives when the target's binlog
 // is in ROW format and the source's is not.
 const rowTargetWarning = "the target's binlog_format is ROW, but the source's is"
