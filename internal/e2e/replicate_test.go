@@ -144,6 +144,18 @@ func TestTargetBinlogHoldsNoBinlogStatementText(t *testing.T) {
 	smallWorkload(t, sb, 200, 41)
 	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"))
 	requireEqual(t, sb)
+	out := targetBinlogText(t, sb)
+	if !bytes.Contains(out, []byte("Write_rows")) && !bytes.Contains(out, []byte("Update_rows")) {
+		t.Fatalf("the target's binlog holds no row events:\n%.2000s", out)
+	}
+	if i := bytes.Index(out, []byte("#Q> BINLOG")); i >= 0 {
+		t.Fatalf("the target's binlog annotates row events with BINLOG statements: %.200s", out[i:])
+	}
+}
+
+// targetBinlogText is the target's binlog files as mariadb-binlog prints them.
+func targetBinlogText(t *testing.T, sb *sandboxT) []byte {
+	t.Helper()
 	files, err := filepath.Glob(filepath.Join(sb.Target.Config.Dir, sb.Target.Config.Name, "binlog", "mariadb-bin.[0-9]*"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no binlog files on the target (%v)", err)
@@ -152,12 +164,7 @@ func TestTargetBinlogHoldsNoBinlogStatementText(t *testing.T) {
 	if err != nil {
 		t.Fatalf("mariadb-binlog: %v: %s", err, out)
 	}
-	if !bytes.Contains(out, []byte("Write_rows")) && !bytes.Contains(out, []byte("Update_rows")) {
-		t.Fatalf("the target's binlog holds no row events:\n%.2000s", out)
-	}
-	if i := bytes.Index(out, []byte("#Q> BINLOG")); i >= 0 {
-		t.Fatalf("the target's binlog annotates row events with BINLOG statements: %.200s", out[i:])
-	}
+	return out
 }
 
 // TestLargeTransactionsAmidSmallOnes replicates transactions of tens of
