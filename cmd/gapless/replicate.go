@@ -240,7 +240,8 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 		return fmt.Errorf("source: %w", err)
 	}
 	defer srcDB.Close()
-	if err := checkSource(ctx, srcDB, srcCfg, logger); err != nil {
+	sourceFormat, err := checkSource(ctx, srcDB, srcCfg, logger)
+	if err != nil {
 		return err
 	}
 	srcTLS, err := srcCfg.TLS()
@@ -272,7 +273,7 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 		return err
 	}
 	if writeBinlog {
-		warnRowTargetGetsStatements(ctx, srcDB, tgtDB, logger)
+		warnRowTargetGetsStatements(ctx, sourceFormat, tgtDB, logger)
 	}
 	if err := checkStartPosition(ctx, tgtDB, f.stream, start); err != nil {
 		return err
@@ -458,32 +459,32 @@ func checkStartPosition(ctx context.Context, db *sql.DB, stream string, start *g
 }
 
 // checkSource refuses a source gapless cannot replicate from, with the
-// reason, and warns of one in STATEMENT format: it is replicated as
+// reason, and returns its binlog_format. It warns of one in STATEMENT
+// format: it is replicated as
 // MariaDB's replica replicates it, but a statement that MIXED would have
 // logged as rows (UUID(), a LIMIT without ORDER BY) can leave the target
 // different, on gapless's target as on MariaDB's replica.
-func checkSource(ctx context.Context, db *sql.DB, cfg dburl.Config, logger *slog.Logger) error {
+func checkSource(ctx context.Context, db *sql.DB, cfg dburl.Config, logger *slog.Logger) (format string, err error) {
 	flavor, version, err := binlog.ServerFlavor(ctx, db)
 	if err != nil {
-		return fmt.Errorf("source %s: %w", cfg.Addr(), err)
+		return "", fmt.Errorf("source %s: %w", cfg.Addr(), err)
 	}
 	if flavor != binlog.FlavorMariaDB {
-		return fmt.Errorf("source %s runs %s: only MariaDB sources are replicated so far", cfg.Addr(), version)
+		return "", fmt.Errorf("source %s runs %s: only MariaDB sources are replicated so far", cfg.Addr(), version)
 	}
 	var logBin int
-	var format string
-	err = db.QueryRowContext(ctx, "SELECT @@log_bin, @@binlog_format").Scan(&logBin, &format)
+	err = db.QueryRowContext(ctx, "SELECT @@log_bin, @@global.binlog_format").Scan(&logBin, &format)
 	if err != nil {
-		return fmt.Errorf("source %s: read binlog settings: %w", cfg.Addr(), err)
+		return "", fmt.Errorf("source %s: read binlog settings: %w", cfg.Addr(), err)
 	}
 	if logBin == 0 {
-		return fmt.Errorf("source %s has no binlog (log_bin=OFF); start it with log_bin and binlog_format=ROW", cfg.Addr())
+		return "", fmt.Errorf("source %s has no binlog (log_bin=OFF); start it with log_bin and binlog_format=ROW", cfg.Addr())
 	}
 	if strings.EqualFold(format, "STATEMENT") {
 		logger.Warn("the source writes binlog_format=STATEMENT: a statement unsafe for statement-based replication (UUID(), a LIMIT without ORDER BY, ...) can leave the target different from the source, as it can MariaDB's own replica; gapless warns at the first of each kind; SET GLOBAL binlog_format=MIXED on the source logs such statements as rows",
 			"source", cfg.Addr())
 	}
-	return nil
+	return format, nil
 }
 
 // checkRelayDir refuses a relay directory that cannot be created or written,
@@ -582,14 +583,13 @@ func targetWritesBinlog(ctx context.Context, db *sql.DB, want bool) (bool, error
 }
 
 // warnRowTargetGetsStatements warns when the target's binlog_format is ROW
-// and the source's is not: the apply sessions binlog in MIXED, so the
+// and sourceFormat is not: the apply sessions binlog in MIXED, so the
 // source's statements go to the target's binlog as statements, which a
 // reader of it that takes only row events (a CDC tool) would not see.
 // A target that cannot say is left alone.
-func warnRowTargetGetsStatements(ctx context.Context, src, tgt *sql.DB, logger *slog.Logger) {
-	var sourceFormat, targetFormat string
-	if src.QueryRowContext(ctx, "SELECT @@global.binlog_format").Scan(&sourceFormat) != nil ||
-		tgt.QueryRowContext(ctx, "SELECT @@global.binlog_format").Scan(&targetFormat) != nil {
+func warnRowTargetGetsStatements(ctx context.Context, sourceFormat string, tgt *sql.DB, logger *slog.Logger) {
+	var targetFormat string
+	if tgt.QueryRowContext(ctx, "SELECT @@global.binlog_format").Scan(&targetFormat) != nil {
 		return
 	}
 	if !strings.EqualFold(targetFormat, "ROW") || strings.EqualFold(sourceFormat, "ROW") {
