@@ -272,7 +272,12 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	if writeBinlog {
+	cluster, err := checkGaleraTarget(ctx, tgtDB, writeBinlog, logger)
+	if err != nil {
+		return err
+	}
+	if writeBinlog && !cluster.On {
+		// A Galera node logs every change of a client session as rows.
 		warnRowTargetGetsStatements(ctx, sourceFormat, tgtDB, logger)
 	}
 	if err := checkStartPosition(ctx, tgtDB, f.stream, start); err != nil {
@@ -300,12 +305,15 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	warnUntilUnseen(until, written, position, logger)
 	// Causal order commits a domain's transactions out of sequence, which a
 	// binlog in GTID strict mode refuses: the target writes them under GTIDs of its own.
-	keepGTID := writeBinlog && f.commitOrder == string(apply.Strict)
+	// A Galera node gives a DDL the GTID its cluster chooses (galera.go).
+	keepGTID := writeBinlog && f.commitOrder == string(apply.Strict) && !cluster.On
 	if writeBinlog && !keepGTID {
 		if err := refuseRing(ctx, srcDB, targetID.serverID); err != nil {
 			return err
 		}
-		fmt.Fprintln(os.Stderr, "note: with --commit-order causal the target's binlog gets GTIDs of its own, not the source's")
+		if !cluster.On {
+			fmt.Fprintln(os.Stderr, "note: with --commit-order causal the target's binlog gets GTIDs of its own, not the source's")
+		}
 	}
 	serverID := f.serverID
 	if serverID == 0 {

@@ -28,6 +28,8 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"gapless/internal/binlog"
+	"gapless/internal/galera"
+	"gapless/internal/statement"
 )
 
 // Engines caches, per table, whether the target's engine for it is
@@ -46,12 +48,19 @@ type Engines struct {
 	// mixed: some table of the replicated schemas is not transactional
 	// (0 unknown, 1 no, 2 yes).
 	mixed int
+	// engine is the target's engine of each table of known.
+	engine map[tableName]string
+	// cluster is the target's wsrep state, read once (galera.go); nil
+	// until then.
+	cluster *galera.Node
+	// analyzer reads the tables of statement groups on a cluster (galera.go).
+	analyzer *statement.Analyzer
 }
 
 // NewEngines reads engines from db; binlogged says the target writes the
 // source's transactions to its binlog under their GTIDs.
 func NewEngines(db *sql.DB, binlogged bool) *Engines {
-	return &Engines{db: db, known: map[tableName]bool{}, sequences: map[tableName]bool{}, statementSafe: map[tableName]bool{}, binlogged: binlogged}
+	return &Engines{db: db, known: map[tableName]bool{}, sequences: map[tableName]bool{}, statementSafe: map[tableName]bool{}, engine: map[tableName]string{}, binlogged: binlogged}
 }
 
 // Invalidate forgets what it knows, after a DDL.
@@ -59,6 +68,7 @@ func (e *Engines) Invalidate() {
 	clear(e.known)
 	clear(e.sequences)
 	clear(e.statementSafe)
+	clear(e.engine)
 	e.mixed = 0
 }
 
@@ -92,6 +102,9 @@ func (e *Engines) Mark(txn *binlog.Transaction) error {
 		return err
 	}
 	if err := e.mark(txn); err != nil {
+		return err
+	}
+	if err := e.clusterCopies(txn); err != nil {
 		return err
 	}
 	return e.markSequenceWrites(txn)
@@ -199,6 +212,7 @@ func (e *Engines) transactional(schema, table string) (bool, error) {
 	// (NEXTVAL taking a new cache of values).
 	t := (!engine.Valid || isTransactionalEngine(engine.String)) && kind.String != "SEQUENCE"
 	e.known[name] = t
+	e.engine[name] = engine.String
 	if kind.String == "SEQUENCE" {
 		e.sequences[name] = true
 	}

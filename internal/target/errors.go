@@ -156,11 +156,12 @@ func serverErr(err error) (uint16, string, bool) {
 // restarted, the network dropped), so that whether a commit in flight
 // happened can only be learned from the checkpoint.
 func Lost(err error) bool {
-	if code, ok := errorCode(err); ok {
-		// 1927: connection killed; 1053: server shutdown in progress; 2006/2013: gone away / lost.
-		return code == 1927 || code == 1053 || code == 2006 || code == 2013
+	if code, msg, ok := serverErr(err); ok {
+		// 1927: connection killed; 1053: server shutdown in progress; 2006/2013: gone away / lost;
+		// 1047 with WSREP: a Galera node that left the primary component (galera.go).
+		return code == 1927 || code == 1053 || code == 2006 || code == 2013 || (code == 1047 && strings.Contains(msg, "WSREP"))
 	}
-	if errors.Is(err, ErrSlotHeld) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, io.EOF) ||
+	if errors.Is(err, ErrSlotHeld) || errors.Is(err, errNodeUnusable) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.EPIPE) {
 		return true

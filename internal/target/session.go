@@ -27,6 +27,7 @@ import (
 	"gapless/internal/binlog"
 	ckpt "gapless/internal/checkpoint"
 	"gapless/internal/dburl"
+	"gapless/internal/galera"
 	"gapless/internal/gtid"
 	"gapless/internal/sqltext"
 	"gapless/internal/statement"
@@ -133,6 +134,9 @@ type Session struct {
 	unsettled  *deferredPosition
 	deferred   map[uint32]string
 	deferredAt time.Time // since when deferred has held a position
+	// cluster is the wsrep state of the connection's node, read as it
+	// opened: Node{} on a lone server (galera.go).
+	cluster galera.Node
 }
 
 // Open connects to the target and prepares the connection for applying.
@@ -160,6 +164,9 @@ func (s *Session) prepare() error {
 	}
 	if s.applier, err = s.conn.queryString("SELECT CURRENT_USER()"); err != nil {
 		return fmt.Errorf("target: read the apply user: %w", err)
+	}
+	if err := s.readCluster(); err != nil {
+		return err
 	}
 	s.maxStatement = s.opts.MaxStatement
 	if s.maxStatement <= 0 {
@@ -1299,7 +1306,7 @@ func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string,
 			if txn.Has(binlog.FlagDDL) && e.ErrorCode == 0 {
 				text = disabledOnTarget(text, &state)
 			}
-			stmt := expecting(e.ErrorCode, sourceStatement(text, txn.Has(binlog.FlagDDL) && e.ErrorCode == 0))
+			stmt := expecting(e.ErrorCode, sourceStatement(s.withSourceAutoIncrement(text, &state, txn.Has(binlog.FlagDDL)), txn.Has(binlog.FlagDDL) && e.ErrorCode == 0))
 			if completesXA(txn) {
 				// A branch that changed nothing on the target was not kept
 				// as it was prepared: ending it answers XA_RBROLLBACK,

@@ -42,6 +42,10 @@ type wire struct {
 	// lowat is the connection when it is plain TCP: exec tells it how many
 	// answers are still to come (lowat.go). Nil under TLS.
 	lowat *lowatConn
+	// fixedServerID: the server refuses any SET of the session's
+	// server_id (a Galera node with wsrep_gtid_mode=ON), so exec leaves
+	// the assignments out (galera.go).
+	fixedServerID bool
 }
 
 const keptPacket = 4 << 20
@@ -143,6 +147,9 @@ func (w *wire) exec(stmts []string) error {
 	for i, s := range stmts {
 		if i > 0 {
 			buf = append(buf, ";\n"...)
+		}
+		if w.fixedServerID {
+			s = withoutServerID(s)
 		}
 		buf = append(buf, s...)
 	}

@@ -1,0 +1,62 @@
+// galera.go checks a target that is a node of a Galera cluster before a run
+// (the rules are internal/galera's): the node must take writes, and the
+// run keeps the source's GTIDs in the cluster's binlogs only where the
+// cluster lets a session choose them (wsrep_gtid_mode=OFF).
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+
+	"gapless/internal/galera"
+)
+
+// readGalera reads the wsrep state of the server db reaches.
+func readGalera(ctx context.Context, db *sql.DB) (galera.Node, error) {
+	return galera.Read(func(query string) ([][]string, error) {
+		rows, err := db.QueryContext(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var out [][]string
+		for rows.Next() {
+			var name, value sql.NullString
+			if err := rows.Scan(&name, &value); err != nil {
+				return nil, err
+			}
+			out = append(out, []string{name.String, value.String})
+		}
+		return out, rows.Err()
+	})
+}
+
+// checkGaleraTarget reads whether the target is a Galera node, refuses one
+// that cannot take writes, and says at the start what the run does there.
+//
+// On a Galera node the run does not keep the source's GTIDs in the target's
+// binlog: a DDL runs in total order isolation and takes the GTID the
+// cluster chooses, whatever the session set (the next number of the
+// executing node's domain; on the other nodes, each node's own domain),
+// and with wsrep_gtid_mode=ON the node refuses the session's server_id.
+// The source's GTIDs are in gapless's checkpoint table, on every node.
+func checkGaleraTarget(ctx context.Context, tgt *sql.DB, writeBinlog bool, logger *slog.Logger) (galera.Node, error) {
+	node, err := readGalera(ctx, tgt)
+	if err != nil {
+		return node, fmt.Errorf("target: %w", err)
+	}
+	if !node.On {
+		return node, nil
+	}
+	if err := node.Usable(); err != nil {
+		return node, fmt.Errorf("target: %w; name a node of the primary component that is synced (SHOW STATUS LIKE 'wsrep_%%' on each node)", err)
+	}
+	logger.Info("the target is a "+node.Describe(), "wsrep_auto_increment_control", node.AutoIncrementControl)
+	if writeBinlog && !node.GTIDMode {
+		logger.Warn("the target cluster runs with wsrep_gtid_mode=OFF: each node logs a DDL under a GTID of its own (its gtid_domain_id, the next number there), so the nodes' binlogs disagree and a reader cannot move from one node's binlog to another's by GTID; " +
+			"SET GLOBAL wsrep_gtid_mode=ON on every node (with one wsrep_gtid_domain_id) gives every transaction the same GTID on every node")
+	}
+	return node, nil
+}
