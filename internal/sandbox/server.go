@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -62,6 +63,16 @@ type ServerConfig struct {
 	// mariadbd's (the conformance runner gives a target a mount namespace
 	// of its own this way). Nil = mariadbd starts directly.
 	Launcher []string
+	// User is the system user mariadbd runs as when started by root; ""
+	// = root. A Galera node runs as mysql: its rsync state transfer
+	// refuses root (galera.go).
+	User string
+	// Args are extra command-line arguments of this start only (a Galera
+	// node's --wsrep-new-cluster).
+	Args []string
+	// NoAccounts leaves the sandbox accounts alone at start: a node joining
+	// a cluster gets them from the cluster (galera.go).
+	NoAccounts bool
 }
 
 // Server is one sandbox mariadbd. Its methods are not safe for concurrent use.
@@ -140,6 +151,50 @@ func socketPath(home string) string {
 	return filepath.Join(os.TempDir(), "gapless-"+hex.EncodeToString(sum[:6])+".sock")
 }
 
+// runAs is the system user mariadbd runs as under root.
+func (s *Server) runAs() string {
+	if s.Config.User == "" {
+		return "root"
+	}
+	return s.Config.User
+}
+
+// giveToUser makes the server's home the user's it runs as (User), and
+// the folders above it within reach: a test's temporary folder is root's
+// alone (0700).
+func (s *Server) giveToUser() error {
+	if s.Config.User == "" || os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := user.Lookup(s.Config.User)
+	if err != nil {
+		return fmt.Errorf("sandbox server %s: the system user %s: %w", s.Config.Name, s.Config.User, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	err = filepath.WalkDir(s.home, func(path string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, gid)
+	})
+	if err != nil {
+		return fmt.Errorf("sandbox server %s: giving %s to %s: %w", s.Config.Name, s.home, s.Config.User, err)
+	}
+	for dir := filepath.Dir(s.home); dir != "/" && dir != "."; dir = filepath.Dir(dir) {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return fmt.Errorf("sandbox server %s: %w", s.Config.Name, err)
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			if err := os.Chmod(dir, fi.Mode().Perm()|0o011); err != nil {
+				return fmt.Errorf("sandbox server %s: opening %s to %s: %w", s.Config.Name, dir, s.Config.User, err)
+			}
+		}
+	}
+	return nil
+}
+
 // tmpDir is the server's own temporary directory: servers sharing /tmp
 // remove each other's temporary files when they start.
 func (s *Server) tmpDir() string { return filepath.Join(s.home, "tmp") }
@@ -210,6 +265,9 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("sandbox server %s: %w", s.Config.Name, err)
 		}
 	}
+	if err := s.giveToUser(); err != nil {
+		return err
+	}
 	if err := s.initDataDir(ctx, bin.installDB); err != nil {
 		return err
 	}
@@ -225,6 +283,9 @@ func (s *Server) Start(ctx context.Context) error {
 		if err := s.choosePort(s.avoidPort); err != nil {
 			return err
 		}
+	}
+	if s.Config.NoAccounts {
+		return nil
 	}
 	if err := s.ensureAccounts(ctx); err != nil {
 		// A server this call started and cannot set up (a test's
@@ -340,7 +401,7 @@ func (s *Server) initDataDir(ctx context.Context, installDB string) error {
 		"--innodb-log-file-size=256M",
 	}
 	if os.Geteuid() == 0 {
-		args = append(args, "--user=root")
+		args = append(args, "--user="+s.runAs())
 	}
 	cmd := exec.CommandContext(ctx, installDB, args...)
 	cmd.Dir = s.home
@@ -355,8 +416,9 @@ func (s *Server) initDataDir(ctx context.Context, installDB string) error {
 func (s *Server) launch(mariadbd string) error {
 	args := []string{"--defaults-file=" + s.cnfPath}
 	if os.Geteuid() == 0 {
-		args = append(args, "--user=root")
+		args = append(args, "--user="+s.runAs())
 	}
+	args = append(args, s.Config.Args...)
 	out, err := os.Create(s.stdoutPath)
 	if err != nil {
 		return fmt.Errorf("sandbox server %s: %w", s.Config.Name, err)

@@ -75,3 +75,33 @@ func StartForTest(t testing.TB, cfg ServerConfig) *Server {
 	}
 	return s
 }
+
+// RequireGalera is RequireMariaDB for Galera clusters: it fails under
+// CI=true and skips otherwise when galera-4 or rsync is missing.
+func RequireGalera(t testing.TB) {
+	t.Helper()
+	err := CheckGalera()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true requires MariaDB and Galera for this test: %v", err)
+	}
+	t.Skipf("skipping: %v", err)
+}
+
+// ClusterForTest starts a Galera cluster for the test (under a fresh
+// t.TempDir when cfg.Dir is empty) and kills its nodes when the test ends.
+func ClusterForTest(t testing.TB, cfg ClusterConfig) *Cluster {
+	t.Helper()
+	RequireGalera(t)
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	c, err := StartCluster(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("starting a Galera cluster: %v", err)
+	}
+	t.Cleanup(c.Kill)
+	return c
+}

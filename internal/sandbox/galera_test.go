@@ -1,0 +1,49 @@
+package sandbox
+
+import (
+	"context"
+	"testing"
+)
+
+// TestClusterStartsKillsAndRejoins starts a 3-node cluster, writes on one
+// node, reads on another, and has a killed node rejoin with the rows.
+func TestClusterStartsKillsAndRejoins(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Galera cluster")
+	}
+	ctx := context.Background()
+	c := ClusterForTest(t, ClusterConfig{GTIDMode: true})
+	if err := c.Nodes[0].Exec(ctx, "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY)", "INSERT INTO d.t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	count := func(i int) int {
+		db, err := c.Nodes[i].Open("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var n int
+		if _, err := db.Exec("SET SESSION wsrep_sync_wait=1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRow("SELECT COUNT(*) FROM d.t").Scan(&n); err != nil {
+			t.Fatalf("node %d: %v", i+1, err)
+		}
+		return n
+	}
+	if n := count(2); n != 1 {
+		t.Fatalf("node 3 holds %d rows, want 1", n)
+	}
+	if err := c.Nodes[1].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Nodes[0].Exec(ctx, "INSERT INTO d.t VALUES (2)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(1); n != 2 {
+		t.Fatalf("node 2 holds %d rows after rejoining, want 2", n)
+	}
+}
