@@ -9,7 +9,10 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 
+	"gapless/internal/dburl"
 	"gapless/internal/galera"
 )
 
@@ -53,10 +56,25 @@ func checkGaleraTarget(ctx context.Context, tgt *sql.DB, writeBinlog bool, logge
 	if err := node.Usable(); err != nil {
 		return node, fmt.Errorf("target: %w; name a node of the primary component that is synced (SHOW STATUS LIKE 'wsrep_%%' on each node)", err)
 	}
-	logger.Info("the target is a "+node.Describe(), "wsrep_auto_increment_control", node.AutoIncrementControl)
+	fmt.Fprintln(os.Stderr, "note: the target is a "+node.Describe())
 	if writeBinlog && !node.GTIDMode {
 		logger.Warn("the target cluster runs with wsrep_gtid_mode=OFF: each node logs a DDL under a GTID of its own (its gtid_domain_id, the next number there), so the nodes' binlogs disagree and a reader cannot move from one node's binlog to another's by GTID; " +
 			"SET GLOBAL wsrep_gtid_mode=ON on every node (with one wsrep_gtid_domain_id) gives every transaction the same GTID on every node")
 	}
 	return node, nil
+}
+
+// followTargetNodes, for a target URL that names several nodes, logs each
+// move to another node and has the pool drop its idle connections to the
+// node left (one out of the primary component still answers, with 1047).
+func followTargetNodes(tgt *sql.DB, cfg dburl.Config, logger *slog.Logger) {
+	if cfg.Nodes == nil {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "note: the target names %d nodes (%s); writing to %s, and to the next one when it fails\n", len(cfg.Nodes.Addrs()), strings.Join(cfg.Nodes.Addrs(), ","), cfg.Nodes.Current())
+	cfg.Nodes.OnSwitch(func(from, to, why string) {
+		logger.Warn("target node failed; writing to the next node, from the position the cluster holds", "failed", from, "node", to, "why", why)
+		tgt.SetMaxIdleConns(0)
+		tgt.SetMaxIdleConns(2)
+	})
 }

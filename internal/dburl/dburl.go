@@ -42,6 +42,10 @@ type Config struct {
 	// Params are the URL's query parameters, passed on to the driver as DSN
 	// parameters (for example tls=true or a session variable).
 	Params map[string]string
+	// Nodes, for a URL that names several nodes of a cluster, says which
+	// one connections go to (nodes.go); Host and Port are the first. Nil
+	// for one server. Copies of a Config share it.
+	Nodes *Nodes
 }
 
 // Parse reads a server URL of the form mysql://user:password@host:port. The
@@ -54,6 +58,7 @@ func Parse(raw string) (Config, error) {
 	if !strings.Contains(raw, "://") {
 		return Config{}, fmt.Errorf("server URL has no scheme: want %s", urlShape)
 	}
+	hosts, raw, several := splitNodes(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
 		return Config{}, fmt.Errorf("malformed server URL: want %s, with special characters in the password percent-encoded (/ as %%2F, @ as %%40, # as %%23)", urlShape)
@@ -87,6 +92,11 @@ func Parse(raw string) (Config, error) {
 	}
 	cfg.User = u.User.Username()
 	cfg.Password, _ = u.User.Password()
+	if several {
+		if cfg.Nodes, err = parseNodes(hosts); err != nil {
+			return Config{}, err
+		}
+	}
 	query, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
 		return Config{}, fmt.Errorf("bad parameters in server URL: %v", err)
@@ -115,7 +125,7 @@ func Parse(raw string) (Config, error) {
 // URL is the configuration as a server URL, password included: for handing
 // a resolved configuration to code that takes URLs, never for printing.
 func (c Config) URL() string {
-	u := url.URL{Scheme: "mysql", Host: c.Addr()}
+	u := url.URL{Scheme: "mysql", Host: c.hosts()}
 	if c.Password != "" {
 		u.User = url.UserPassword(c.User, c.Password)
 	} else {
@@ -172,9 +182,26 @@ func (c Config) ConnectTimeout() time.Duration {
 	return d
 }
 
-// Addr is host:port, bracketing IPv6 hosts.
+// Addr is host:port, bracketing IPv6 hosts: the first node of a list.
 func (c Config) Addr() string {
 	return net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
+}
+
+// DialAddr is where a new connection goes: the current node of a list,
+// else Addr.
+func (c Config) DialAddr() string {
+	if c.Nodes != nil {
+		return c.Nodes.Current()
+	}
+	return c.Addr()
+}
+
+// hosts is the URL's host part: Addr, or every node of a list.
+func (c Config) hosts() string {
+	if c.Nodes != nil {
+		return strings.Join(c.Nodes.addrs, ",")
+	}
+	return c.Addr()
 }
 
 // sqlMode is the sql_mode of the pools' connections: what they run (its
@@ -204,6 +231,15 @@ func (c Config) DSN(db string, params map[string]string) string {
 	// server whose global autocommit is 0 would leave gapless's writes
 	// uncommitted.
 	dc.Params["autocommit"] = "1"
+	if c.Nodes != nil {
+		// Every connection opens on the list's current node; its reads
+		// wait until the node has applied what the cluster certified
+		// before them, so that a position read after a move is the
+		// cluster's, not one the node has yet to catch up to.
+		dc.Net = c.Nodes.network(c.ConnectTimeout())
+		dc.Addr = "cluster"
+		dc.Params["wsrep_sync_wait"] = "1"
+	}
 	for k, v := range c.Params {
 		dc.Params[k] = v
 	}
@@ -222,7 +258,7 @@ func (c Config) Redacted() string {
 		b.WriteString(":***")
 	}
 	b.WriteString("@")
-	b.WriteString(c.Addr())
+	b.WriteString(c.hosts())
 	if len(c.Params) > 0 {
 		q := url.Values{}
 		for k, v := range c.Params {

@@ -149,3 +149,36 @@ func TestOpenRefused(t *testing.T) {
 		t.Fatalf("Open on a closed port: %v", err)
 	}
 }
+
+func TestURLOfSeveralNodes(t *testing.T) {
+	cfg, err := Parse("mysql://u:p@10.0.0.1:3306,10.0.0.2,[::1]:3307?timeout=3s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Nodes == nil || strings.Join(cfg.Nodes.Addrs(), " ") != "10.0.0.1:3306 10.0.0.2:3306 [::1]:3307" || cfg.Addr() != "10.0.0.1:3306" {
+		t.Fatalf("parsed %+v, nodes %v", cfg, cfg.Nodes)
+	}
+	if got := cfg.Redacted(); got != "mysql://u:***@10.0.0.1:3306,10.0.0.2:3306,[::1]:3307?timeout=3s" {
+		t.Errorf("redacted %q", got)
+	}
+	var moves []string
+	cfg.Nodes.OnSwitch(func(from, to, why string) { moves = append(moves, from+">"+to) })
+	cfg.Nodes.Failed("10.0.0.2:3306", "not current: no move")
+	cfg.Nodes.Failed("10.0.0.1:3306", "refused")
+	cfg.Nodes.Failed("10.0.0.1:3306", "the same failure seen by another connection")
+	if cfg.DialAddr() != "10.0.0.2:3306" || cfg.Nodes.Switches() != 1 || len(moves) != 1 {
+		t.Fatalf("after one failure: at %s, %d switches, moves %v", cfg.DialAddr(), cfg.Nodes.Switches(), moves)
+	}
+	again, err := Parse(cfg.URL())
+	if err != nil || again.Nodes == nil || len(again.Nodes.Addrs()) != 3 {
+		t.Fatalf("URL() %q parsed again: %v %v", cfg.URL(), again, err)
+	}
+	for _, bad := range []string{"mysql://u@h1:1,,h2:2", "mysql://u@h1:1,h1:1", "mysql://u@h1:1,h2:99999"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+	if r, err := Resolve("mysql://u:p@h1:1,h2:2", Credentials{Side: "target"}); err != nil || r.Nodes == nil {
+		t.Errorf("Resolve lost the node list: %+v %v", r, err)
+	}
+}

@@ -85,6 +85,7 @@ func Resolve(raw string, c Credentials) (Config, error) {
 		}
 		cfg.Params = partial.Params
 		cfg.Password = partial.Password
+		cfg.Nodes = partial.Nodes
 		urlPort, urlPassword = partial.Port != 0, partial.passwordSet
 		if urlPort {
 			cfg.Port = partial.Port

@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	code := m.Run()
+	stopSharedCluster()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

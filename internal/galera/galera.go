@@ -174,17 +174,19 @@ func (n Node) name() string {
 
 // ReplicatesEngine reports whether the cluster copies the writes of a
 // table in engine to its other nodes: InnoDB always; MyISAM and Aria only
-// where wsrep_mode says so; no other engine (MEMORY, CSV, ...).
+// where wsrep_mode says so; never MEMORY, CSV, ARCHIVE or MERGE. Engines
+// that keep no rows of their own (SEQUENCE's virtual tables, BLACKHOLE,
+// CONNECT, FEDERATED) are left alone.
 func (n Node) ReplicatesEngine(engine string) bool {
 	switch strings.ToUpper(engine) {
-	case "INNODB":
-		return true
 	case "MYISAM":
 		return n.modeHas("REPLICATE_MYISAM")
 	case "ARIA":
 		return n.modeHas("REPLICATE_ARIA")
+	case "MEMORY", "HEAP", "CSV", "ARCHIVE", "MRG_MYISAM", "MERGE":
+		return false
 	}
-	return false
+	return true
 }
 
 func (n Node) modeHas(flag string) bool {

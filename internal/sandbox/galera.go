@@ -196,8 +196,9 @@ func (c *Cluster) nodeCnf(i int, ports [4]int) []string {
 		"innodb_buffer_pool_size=96M",
 		"max_connections=300",
 	}
+	lines = append(lines, fmt.Sprintf("wsrep_gtid_domain_id=%d", c.Config.GTIDDomain))
 	if c.Config.GTIDMode {
-		lines = append(lines, "wsrep_gtid_mode=ON", fmt.Sprintf("wsrep_gtid_domain_id=%d", c.Config.GTIDDomain))
+		lines = append(lines, "wsrep_gtid_mode=ON")
 	}
 	return append(lines, c.Config.Extra...)
 }

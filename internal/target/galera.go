@@ -40,7 +40,10 @@ func (s *Session) readCluster() error {
 	}
 	if err := node.Usable(); err != nil {
 		// The node cannot take writes: as a lost connection, the worker
-		// opens another, on a node that can (nodes.go).
+		// opens another, on the next node where the target names several.
+		if s.opts.Server.Nodes != nil {
+			s.opts.Server.Nodes.Failed(s.conn.addr, err.Error())
+		}
 		return fmt.Errorf("target: %w: %w", errNodeUnusable, err)
 	}
 	s.cluster = node
@@ -87,7 +90,7 @@ func withoutServerID(stmt string) string {
 // errNodeUnusable: the connection's node is a Galera node that may not be
 // written to now (not synced, not in the primary component). Lost counts
 // it, so the session is opened again, on another node where the target
-// names several (dburl's node list).
+// names several (dburl.Nodes).
 var errNodeUnusable = errors.New("target node unusable")
 
 // clusterCopies stops a group that writes a table the target's cluster
@@ -146,7 +149,7 @@ func (e *Engines) refuseUncopied(txn *binlog.Transaction, schema, table string) 
 	return nil
 }
 
-// statementTables are the tables the statements of txn name, and whether
+// statementTables are the tables the statements of txn may write, and whether
 // every statement was read: plain DML is, a CREATE or DROP of a temporary
 // table (which stays on the node) needs no reading, anything else (CALL, a
 // statement calling a function, LOAD DATA) is not.
@@ -184,7 +187,12 @@ func (e *Engines) statementTables(txn *binlog.Transaction) (tables []statement.N
 			known = false
 			continue
 		}
-		for _, n := range dml.Tables {
+		written := dml.Tables
+		if f := strings.Fields(strings.ToUpper(statement.PastComments(text))); len(f) > 0 && (f[0] == "INSERT" || f[0] == "REPLACE") {
+			// The table it writes comes first; the rest it reads.
+			written = written[:1]
+		}
+		for _, n := range written {
 			if n.Schema == "" {
 				n.Schema = string(q.Schema)
 			}

@@ -46,6 +46,8 @@ type wire struct {
 	// server_id (a Galera node with wsrep_gtid_mode=ON), so exec leaves
 	// the assignments out (galera.go).
 	fixedServerID bool
+	// addr is the server's host:port (a node of a list: dburl.Nodes).
+	addr string
 }
 
 const keptPacket = 4 << 20
@@ -95,7 +97,8 @@ func dial(ctx context.Context, cfg dburl.Config) (*wire, error) {
 		}
 		return conn, nil
 	}
-	c, err := client.ConnectWithDialer(dctx, "tcp", cfg.Addr(), cfg.User, cfg.Password, "", dialAndLimit,
+	addr := cfg.DialAddr()
+	c, err := client.ConnectWithDialer(dctx, "tcp", addr, cfg.User, cfg.Password, "", dialAndLimit,
 		func(c *client.Conn) error {
 			c.SetCapability(mysql.CLIENT_MULTI_STATEMENTS)
 			c.SetCapability(mysql.CLIENT_MULTI_RESULTS)
@@ -107,10 +110,14 @@ func dial(ctx context.Context, cfg dburl.Config) (*wire, error) {
 			return c.SetCollation("utf8mb4_general_ci")
 		})
 	if err != nil {
+		if cfg.Nodes != nil && raw == nil {
+			// The node refused the connection: the next one is tried.
+			cfg.Nodes.Failed(addr, err.Error())
+		}
 		return nil, connError(err)
 	}
 	raw.SetDeadline(time.Time{})
-	w := &wire{c: c}
+	w := &wire{c: c, addr: addr}
 	w.lowat, _ = c.Conn.Conn.(*lowatConn)
 	var set []string
 	for k, v := range cfg.Params {

@@ -1,0 +1,335 @@
+// galera_test.go replicates into a 3-node Galera cluster (sandbox.Cluster,
+// one cluster for the whole package, its databases dropped before each
+// test) and checks the primary against every node: at the cluster's
+// defaults, where wsrep_auto_increment_control resets a session's
+// auto-increment settings before each statement; with wsrep_gtid_mode=ON,
+// where a session may not set server_id; with the node gapless writes to
+// killed under load, and cut off from the others; and where the cluster
+// cannot be equal to the source (a MyISAM table, XA), a stop that says so.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gapless/internal/dburl"
+	"gapless/internal/sandbox"
+	"gapless/internal/verify"
+)
+
+var shared struct {
+	once    sync.Once
+	dir     string
+	cluster *sandbox.Cluster
+	err     error
+}
+
+// stopSharedCluster kills the package's cluster, after every test ran.
+func stopSharedCluster() {
+	if shared.cluster != nil {
+		shared.cluster.Kill()
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+}
+
+// galeraCluster is the package's 3-node cluster, started by its first
+// test, with every database but the system ones dropped and the cluster's
+// settings as given (wsrep_gtid_mode on or off; wsrep_mode empty).
+func galeraCluster(t *testing.T, gtidMode bool) *sandbox.Cluster {
+	t.Helper()
+	sandbox.RequireGalera(t)
+	shared.once.Do(func() {
+		shared.dir, shared.err = os.MkdirTemp("", "gapless-galera-")
+		if shared.err == nil {
+			shared.cluster, shared.err = sandbox.StartCluster(context.Background(), sandbox.ClusterConfig{Dir: shared.dir})
+		}
+	})
+	if shared.err != nil {
+		t.Fatalf("starting the Galera cluster: %v", shared.err)
+	}
+	c := shared.cluster
+	ctx := context.Background()
+	for i := range c.Nodes {
+		if !c.Nodes[i].Running() {
+			if err := c.Restart(ctx, i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.WaitSynced(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := rootDB(t, c.Nodes[0])
+	rows, err := db.Query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var drops []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		drops = append(drops, "DROP DATABASE `"+name+"`")
+	}
+	rows.Close()
+	mode := "OFF"
+	if gtidMode {
+		mode = "ON"
+	}
+	for i := range c.Nodes {
+		mustExec(t, c.Nodes[i], "SET GLOBAL wsrep_gtid_mode="+mode, "SET GLOBAL wsrep_mode=''")
+	}
+	mustExec(t, c.Nodes[0], drops...)
+	return c
+}
+
+// nodesURL is one URL naming every node of c, for user gapless.
+func nodesURL(c *sandbox.Cluster) string {
+	urls := c.URLs(sandbox.ApplierUser, sandbox.ApplierPassword)
+	var hosts []string
+	for _, u := range urls {
+		hosts = append(hosts, u[strings.LastIndex(u, "@")+1:])
+	}
+	first := urls[0]
+	return first[:strings.LastIndex(first, "@")+1] + strings.Join(hosts, ",")
+}
+
+// requireNodesEqual compares databases on the primary with every node of c,
+// each read after the node applied what the cluster certified.
+func requireNodesEqual(t *testing.T, primary *sandbox.Server, c *sandbox.Cluster, databases ...string) {
+	t.Helper()
+	src, _, err := dburl.Open(primary.URL(sandbox.ReplUser, sandbox.ReplPassword), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	for i, url := range c.URLs(sandbox.ApplierUser, sandbox.ApplierPassword) {
+		tgt, _, err := dburl.Open(url+"?wsrep_sync_wait=1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		report, err := verify.Compare(ctx, src, tgt, verify.Options{Databases: databases})
+		cancel()
+		tgt.Close()
+		if err != nil {
+			t.Fatalf("node %d: %v", i+1, err)
+		}
+		if len(report.Tables) == 0 {
+			t.Fatalf("node %d: verify compared no tables", i+1)
+		}
+		var diffs []string
+		for _, tr := range report.Tables {
+			if tr.Status != "equal" {
+				diffs = append(diffs, fmt.Sprintf("%s.%s: %s %s", tr.Schema, tr.Table, tr.Status, tr.Detail))
+			}
+		}
+		if len(diffs) > 0 {
+			t.Fatalf("node %d differs from the primary:\n%s", i+1, strings.Join(diffs, "\n"))
+		}
+	}
+}
+
+// primaryForCluster starts a primary whose binlog is in format, and returns
+// it with a sandbox that names it (randomLoad's).
+func primaryForCluster(t *testing.T, format string) (*sandbox.Server, *sandboxT) {
+	t.Helper()
+	p := sandbox.StartForTest(t, sandbox.ServerConfig{Name: "primary", Binlog: true, BinlogFormat: format})
+	return p, &sandbox.Sandbox{Primary: p, SourceURL: p.URL(sandbox.ReplUser, sandbox.ReplPassword)}
+}
+
+// TestGaleraTargetAutoIncrement: a MIXED source's multi-row INSERT into an
+// AUTO_INCREMENT table, and the random load of MIXED and ROW sessions, into
+// a cluster at its defaults (ids 1,4,7 on the target where the primary had
+// 1,2,3 before gapless gave each statement the source's settings), and
+// with wsrep_gtid_mode=ON (where setting server_id was refused at start).
+func TestGaleraTargetAutoIncrement(t *testing.T) {
+	for _, gtidMode := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wsrep_gtid_mode=%v", gtidMode), func(t *testing.T) {
+			c := galeraCluster(t, gtidMode)
+			primary, sb := primaryForCluster(t, "MIXED")
+			mustExec(t, primary, "CREATE DATABASE ai", "CREATE TABLE ai.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)",
+				"INSERT INTO ai.t (v) VALUES (1), (2), (3)", "INSERT INTO ai.t (v) SELECT v + 10 FROM ai.t",
+				"SET SESSION auto_increment_increment = 5, auto_increment_offset = 2", "INSERT INTO ai.t (v) VALUES (7), (8)")
+			randomLoad(t, sb, 4, 60, loadOptions{})
+			relay := filepath.Join(t.TempDir(), "relay")
+			r := gapless(t, nil, "replicate", "--source", sb.SourceURL, "--target", c.Nodes[1].URL(sandbox.ApplierUser, sandbox.ApplierPassword),
+				"--until", binlogPos(t, primary), "--relay-dir", relay, "--progress", "0", "--workers", "8")
+			if r.code != 0 {
+				t.Fatalf("gapless replicate exited %d:\n%s", r.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "Galera node") {
+				t.Errorf("the start did not say the target is a Galera node:\n%s", r.stderr)
+			}
+			requireNodesEqual(t, primary, c, "ai", "rnd")
+		})
+	}
+}
+
+// TestGaleraTargetRefusesWhatItCannotCopy: a write to a MyISAM table, which
+// the cluster keeps on one node, stops the run before it is applied, naming
+// the table and the setting; with wsrep_mode=REPLICATE_MYISAM it is applied
+// on every node. An XA transaction, which a Galera node refuses, stops the
+// run with the node's error.
+func TestGaleraTargetRefusesWhatItCannotCopy(t *testing.T) {
+	c := galeraCluster(t, true)
+	primary, sb := primaryForCluster(t, "MIXED")
+	mustExec(t, primary, "CREATE DATABASE my", "CREATE TABLE my.m (id INT PRIMARY KEY) ENGINE=MyISAM", "CREATE TABLE my.i (id INT PRIMARY KEY) ENGINE=InnoDB",
+		"INSERT INTO my.i VALUES (1)", "INSERT INTO my.m VALUES (1), (2)")
+	relay := filepath.Join(t.TempDir(), "relay")
+	args := []string{"replicate", "--source", sb.SourceURL, "--target", nodesURL(c), "--until", binlogPos(t, primary), "--relay-dir", relay, "--progress", "0"}
+	r := gapless(t, nil, args...)
+	if r.code == 0 || !strings.Contains(r.stderr, "`my`.`m` is a MyISAM table on the target, a Galera node") || !strings.Contains(r.stderr, "REPLICATE_MYISAM") {
+		t.Fatalf("a MyISAM write into a cluster that does not copy it: exit %d:\n%s", r.code, r.stderr)
+	}
+	var n int
+	if err := rootDB(t, c.Nodes[0]).QueryRow("SELECT COUNT(*) FROM my.m").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the MyISAM rows were applied before the stop: %d rows (%v)", n, err)
+	}
+	for i := range c.Nodes {
+		mustExec(t, c.Nodes[i], "SET GLOBAL wsrep_mode='REPLICATE_MYISAM'")
+	}
+	if r := gapless(t, nil, args...); r.code != 0 {
+		t.Fatalf("with REPLICATE_MYISAM: exit %d:\n%s", r.code, r.stderr)
+	}
+	requireNodesEqual(t, primary, c, "my")
+
+	mustExec(t, primary, "XA START 'x'", "INSERT INTO my.i VALUES (2)", "XA END 'x'", "XA PREPARE 'x'", "XA COMMIT 'x'")
+	args[6] = binlogPos(t, primary)
+	r = gapless(t, nil, args...)
+	if r.code == 0 || !strings.Contains(r.stderr, "XA transactions with Galera replication") {
+		t.Fatalf("an XA transaction into a cluster: exit %d:\n%s", r.code, r.stderr)
+	}
+}
+
+// writingNode is the node of c that holds the most of gapless's
+// connections, or -1 when none does.
+func writingNode(t *testing.T, c *sandbox.Cluster) int {
+	t.Helper()
+	best, most := -1, 0
+	for i, node := range c.Nodes {
+		if !node.Running() {
+			continue
+		}
+		db, err := node.Open("")
+		if err != nil {
+			continue
+		}
+		var n int
+		err = db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ?", sandbox.ApplierUser).Scan(&n)
+		db.Close()
+		if err == nil && n > most {
+			best, most = i, n
+		}
+	}
+	return best
+}
+
+// TestGaleraTargetNodeKilledUnderLoad kills the node gapless writes to with
+// SIGKILL three times while it applies the random load into the cluster
+// named by all its nodes; the killed node rejoins meanwhile. gapless moves
+// to another node with no human action, goes on from the position the
+// cluster holds, and every node ends equal to the primary: nothing lost,
+// nothing applied twice (a batch whose commit was in flight included).
+func TestGaleraTargetNodeKilledUnderLoad(t *testing.T) {
+	for _, format := range []string{"MIXED", "ROW"} {
+		t.Run(format, func(t *testing.T) {
+			c := galeraCluster(t, true)
+			primary, sb := primaryForCluster(t, format)
+			randomLoad(t, sb, 8, 100, loadOptions{})
+			relay := filepath.Join(t.TempDir(), "relay")
+			args := []string{"replicate", "--source", sb.SourceURL, "--target", nodesURL(c), "--until", binlogPos(t, primary),
+				"--relay-dir", relay, "--progress", "0", "--workers", "8"}
+			cmd, stderr, wait := background(t, args...)
+			rng := rand.New(rand.NewSource(13))
+			ctx := context.Background()
+			killed := 0
+			for range 3 {
+				time.Sleep(time.Duration(300+rng.Intn(700)) * time.Millisecond)
+				i := writingNode(t, c)
+				if i < 0 {
+					break // done already
+				}
+				if err := c.Nodes[i].Kill(); err != nil {
+					t.Fatal(err)
+				}
+				killed++
+				t.Logf("killed node %d", i+1)
+				if err := c.Restart(ctx, i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := waitExit(t, cmd, wait, 4*time.Minute, "reach --until after the kills", stderr)
+			if r.code != 0 {
+				t.Fatalf("gapless exited %d:\n%s", r.code, r.stderr)
+			}
+			if killed > 0 && !strings.Contains(r.stderr, "target node failed; writing to the next node") {
+				t.Errorf("no move to another node was logged after %d kills:\n%s", killed, r.stderr)
+			}
+			t.Logf("moves: %d, nodes killed: %d", strings.Count(r.stderr, "target node failed"), killed)
+			requireNodesEqual(t, primary, c, "rnd")
+		})
+	}
+}
+
+// TestGaleraTargetNodeCutOff cuts the node gapless writes to off the other
+// nodes (it leaves the primary component and answers 1047) while gapless
+// applies: gapless moves to a node of the primary component and every node
+// ends equal to the primary once the cut node joins again.
+func TestGaleraTargetNodeCutOff(t *testing.T) {
+	c := galeraCluster(t, true)
+	primary, sb := primaryForCluster(t, "MIXED")
+	randomLoad(t, sb, 8, 100, loadOptions{})
+	relay := filepath.Join(t.TempDir(), "relay")
+	args := []string{"replicate", "--source", sb.SourceURL, "--target", nodesURL(c), "--until", binlogPos(t, primary),
+		"--relay-dir", relay, "--progress", "0", "--workers", "8"}
+	cmd, stderr, wait := background(t, args...)
+	time.Sleep(700 * time.Millisecond)
+	i := writingNode(t, c)
+	if i < 0 {
+		t.Fatal("gapless was not writing to any node 0.7 s after its start")
+	}
+	ctx := context.Background()
+	if err := c.Isolate(ctx, i, true); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cut node %d off", i+1)
+	r := waitExit(t, cmd, wait, 4*time.Minute, "reach --until with a node cut off", stderr)
+	if r.code != 0 {
+		t.Fatalf("gapless exited %d:\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "target node failed; writing to the next node") {
+		t.Errorf("no move to another node was logged:\n%s", r.stderr)
+	}
+	if err := c.Isolate(ctx, i, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitRejoined(ctx, c, i); err != nil {
+		t.Fatal(err)
+	}
+	requireNodesEqual(t, primary, c, "rnd")
+}
+
+// waitRejoined waits for node i to be back in the primary component, or
+// restarts it (a node cut off long enough may need a state transfer).
+func waitRejoined(ctx context.Context, c *sandbox.Cluster, i int) error {
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := c.WaitSynced(wait, i); err == nil {
+		return nil
+	}
+	if err := c.Nodes[i].Kill(); err != nil {
+		return err
+	}
+	return c.Restart(ctx, i)
+}
