@@ -47,7 +47,7 @@ type streamStatus struct {
 	LastError  *stopStatus    `json:"last_error,omitempty"`
 	Rows       []positionRow  `json:"rows,omitempty"` // with --verbose
 	// HandOver is the gtid_slave_pos from which MariaDB's own replica
-	// would go on where gapless stopped (README, "Back to MariaDB's
+	// would go on where gapless stopped (docs/operations-and-recovery.md, "Back to MariaDB's
 	// replica"); absent while gapless runs or when no such position is
 	// exact, and then HandOverNot says why.
 	HandOver    string `json:"mariadb_replica_from,omitempty"`
