@@ -93,11 +93,16 @@ URLs: mysql://user@host:port (mariadb:// too), with parameters
   ?tls=true             TLS, checking the certificate (skip-verify, preferred:
                         without checking; false: none)
   ?timeout=10s          connect timeout
-  ?NAME=VALUE           any other name: a session variable of the target's
-                        connections (e.g. innodb_lock_wait_timeout=20)
+  ?name=value           any other parameter is a session variable of gapless's
+                        connections to that server, named in lower case as
+                        the server names it (innodb_lock_wait_timeout=20);
+                        a name the server does not know fails at connecting,
+                        and driver-style names (readTimeout) are refused
 Passwords also come from --source-password-file/--target-password-file,
 $GAPLESS_SOURCE_PASSWORD/$GAPLESS_TARGET_PASSWORD, or a MariaDB option file
 (--defaults-file, --source-defaults-file, --target-defaults-file).
+
+` + optionFilesUsage + `
 
 Privileges: on the source, REPLICATION SLAVE (and BINLOG MONITOR); on the
 target, BINLOG REPLAY, BINLOG ADMIN, PROCESS, and SELECT, INSERT, UPDATE,
@@ -114,6 +119,8 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
       --target 'mysql://gapless@db2:3306?password-file=/etc/gapless/apply.pw&tls=true' --until 0-1-51253
   # both servers from an option file's [client] groups
   gapless replicate --source-defaults-file ~/.db1.cnf --target-defaults-file ~/.db2.cnf --workers 8
+  # every flag from /etc/gapless/shop.cnf's [gapless] and [gapless-shop] groups, as gapless@shop.service runs it
+  gapless replicate --defaults-file /etc/gapless/shop.cnf --stream shop --print-defaults
   # after re-seeding the target from a dump
   gapless reset --target mysql://gapless@db2:3306
   gapless replicate --source ... --target ... --start-position 0-1-51253`,
@@ -124,9 +131,9 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
 		},
 	}
 	fl := cmd.Flags()
-	defaultsFile := addDefaultsFileFlag(fl)
-	f.source = addServerFlags(fl, "source", "source", "GAPLESS_SOURCE", "source (primary) URL mysql://user@host:port", defaultsFile)
-	f.target = addServerFlags(fl, "target", "target", "GAPLESS_TARGET", "target URL mysql://user@host:port", defaultsFile)
+	files := addOptionFileFlags(fl)
+	f.source = addServerFlags(fl, "source", "source", "GAPLESS_SOURCE", "source (primary) URL mysql://user@host:port", files)
+	f.target = addServerFlags(fl, "target", "target", "GAPLESS_TARGET", "target URL mysql://user@host:port", files)
 	fl.IntVar(&f.workers, "workers", 16, "parallel target connections")
 	fl.StringSliceVar(&f.doDB, "do-db", nil, "apply only these databases (repeatable or comma-separated)")
 	fl.StringSliceVar(&f.ignoreDB, "ignore-db", nil, "do not apply these databases (repeatable or comma-separated)")
@@ -150,6 +157,7 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
 	fl.MarkHidden("cpuprofile")
 	fl.StringVar(&f.memProfile, "memprofile", "", "write a Go profile of the run's allocations to this file at its end (for gapless's developers)")
 	fl.MarkHidden("memprofile")
+	readsOptionFiles(cmd, files)
 	return cmd
 }
 

@@ -29,10 +29,12 @@ func newStatusCmd() *cobra.Command {
 			return runStatus(cmd.Context(), target, stream, verbose, asJSON)
 		},
 	}
-	target = addServerFlags(cmd.Flags(), "target", "target", "GAPLESS_TARGET", "target URL", addDefaultsFileFlag(cmd.Flags()))
-	cmd.Flags().StringVar(&stream, "stream", "", "only this stream")
+	files := addOptionFileFlags(cmd.Flags())
+	target = addServerFlags(cmd.Flags(), "target", "target", "GAPLESS_TARGET", "target URL", files)
+	cmd.Flags().StringVar(&stream, "stream", "", "only this stream (and its option group, [gapless-STREAM])")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the position row of every domain and worker slot")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the same as JSON")
+	readsOptionFiles(cmd, files)
 	return cmd
 }
 
