@@ -48,6 +48,7 @@ type replicateFlags struct {
 	progress       time.Duration
 	segmentSize    int64
 	verbose        bool
+	logFormat      string
 	cpuProfile     string
 	memProfile     string
 	workers        int
@@ -152,6 +153,7 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
 	fl.DurationVar(&f.progress, "progress", time.Second, "print progress this often (0: never): applied, lag, position, busy workers, and what holds them (a long job, a lock of the target's, a full relay folder)")
 	fl.Int64Var(&f.segmentSize, "relay-segment-size", 64<<20, "rotate relay log segments after this many bytes")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log each reconnect and retry")
+	fl.StringVar(&f.logFormat, "log-format", "text", "text | json: the log on stderr as lines of key=value, or as one JSON object a line (time, level, msg, stream, and gtid, worker where they apply) for log shippers")
 	fl.StringVar(&f.http, "http", "", "serve the status page, /metrics and /status at this address (PORT or HOST:PORT; a bare port is on 127.0.0.1)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (for gapless's developers)")
 	fl.MarkHidden("cpuprofile")
@@ -199,6 +201,9 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	if f.commitOrder != string(apply.Strict) && f.commitOrder != string(apply.Causal) {
 		return fmt.Errorf("--commit-order %q: want strict or causal", f.commitOrder)
 	}
+	if f.logFormat != "text" && f.logFormat != "json" {
+		return fmt.Errorf("--log-format %q: want text or json", f.logFormat)
+	}
 	if f.http != "" {
 		if _, err := status.ListenAddress(f.http); err != nil {
 			return err
@@ -238,7 +243,7 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	if f.verbose {
 		level = slog.LevelInfo
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger := newLogger(os.Stderr, f.logFormat, level, f.stream)
 	// The driver's own complaints about dropped connections precede a retry;
 	// shown with -v only. Pools take the driver's logger when they are opened.
 	mysqldriver.SetLogger(slog.NewLogLogger(logger.Handler(), slog.LevelInfo))
