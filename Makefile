@@ -1,10 +1,28 @@
 # gapless: make demo (the main job on a local sandbox), make test (everything CI runs).
 GO ?= go
 
-.PHONY: build deps test test-unit demo bench bench-quick bench-unit conformance lint clean
+# What --version prints: git describe's version, the commit (+dirty with
+# uncommitted changes), the build date. Stamped by the linker, since Go's own
+# VCS stamp is missing from git worktrees and under GOFLAGS=-buildvcs=false.
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
+DATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
+
+.PHONY: build release deps test test-unit test-package demo bench bench-quick bench-unit conformance lint clean
 
 build:
-	$(GO) build -o bin/gapless ./cmd/gapless
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/gapless ./cmd/gapless
+
+# A static binary (CGO_ENABLED=0, -trimpath), its man pages and shell
+# completions, as a tarball and a Debian package in dist/ (scripts/release.sh).
+release:
+	VERSION="$(VERSION)" COMMIT="$(COMMIT)" DATE="$(DATE)" GO="$(GO)" ./scripts/release.sh
+
+# The package on this machine: dpkg -i, the unit checked, its command line
+# run against a sandbox, the man page (scripts/ci-package.sh; root, Debian).
+test-package: release
+	./scripts/ci-package.sh
 
 deps:
 	./scripts/install-deps.sh
@@ -54,4 +72,4 @@ lint:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin gapless-relay
+	rm -rf bin dist gapless-relay

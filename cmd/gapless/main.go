@@ -53,6 +53,7 @@ func newRootCmd() *cobra.Command {
 		newVerifyCmd(),
 		newSandboxCmd(),
 		newAnalyzeCmd(),
+		newManCmd(),
 	)
 	return root
 }

@@ -48,6 +48,7 @@ type replicateFlags struct {
 	progress       time.Duration
 	segmentSize    int64
 	verbose        bool
+	logFormat      string
 	cpuProfile     string
 	memProfile     string
 	workers        int
@@ -93,11 +94,16 @@ URLs: mysql://user@host:port (mariadb:// too), with parameters
   ?tls=true             TLS, checking the certificate (skip-verify, preferred:
                         without checking; false: none)
   ?timeout=10s          connect timeout
-  ?NAME=VALUE           any other name: a session variable of the target's
-                        connections (e.g. innodb_lock_wait_timeout=20)
+  ?name=value           any other parameter is a session variable of gapless's
+                        connections to that server, named in lower case as
+                        the server names it (innodb_lock_wait_timeout=20);
+                        a name the server does not know fails at connecting,
+                        and driver-style names (readTimeout) are refused
 Passwords also come from --source-password-file/--target-password-file,
 $GAPLESS_SOURCE_PASSWORD/$GAPLESS_TARGET_PASSWORD, or a MariaDB option file
 (--defaults-file, --source-defaults-file, --target-defaults-file).
+
+` + optionFilesUsage + `
 
 Privileges: on the source, REPLICATION SLAVE (and BINLOG MONITOR); on the
 target, BINLOG REPLAY, BINLOG ADMIN, PROCESS, and SELECT, INSERT, UPDATE,
@@ -114,6 +120,8 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
       --target 'mysql://gapless@db2:3306?password-file=/etc/gapless/apply.pw&tls=true' --until 0-1-51253
   # both servers from an option file's [client] groups
   gapless replicate --source-defaults-file ~/.db1.cnf --target-defaults-file ~/.db2.cnf --workers 8
+  # every flag from /etc/gapless/shop.cnf's [gapless] and [gapless-shop] groups, as gapless@shop.service runs it
+  gapless replicate --defaults-file /etc/gapless/shop.cnf --stream shop --print-defaults
   # after re-seeding the target from a dump
   gapless reset --target mysql://gapless@db2:3306
   gapless replicate --source ... --target ... --start-position 0-1-51253`,
@@ -124,9 +132,9 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
 		},
 	}
 	fl := cmd.Flags()
-	defaultsFile := addDefaultsFileFlag(fl)
-	f.source = addServerFlags(fl, "source", "source", "GAPLESS_SOURCE", "source (primary) URL mysql://user@host:port", defaultsFile)
-	f.target = addServerFlags(fl, "target", "target", "GAPLESS_TARGET", "target URL mysql://user@host:port", defaultsFile)
+	files := addOptionFileFlags(fl)
+	f.source = addServerFlags(fl, "source", "source", "GAPLESS_SOURCE", "source (primary) URL mysql://user@host:port", files)
+	f.target = addServerFlags(fl, "target", "target", "GAPLESS_TARGET", "target URL mysql://user@host:port", files)
 	fl.IntVar(&f.workers, "workers", 16, "parallel target connections")
 	fl.StringSliceVar(&f.doDB, "do-db", nil, "apply only these databases (repeatable or comma-separated)")
 	fl.StringSliceVar(&f.ignoreDB, "ignore-db", nil, "do not apply these databases (repeatable or comma-separated)")
@@ -145,11 +153,13 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
 	fl.DurationVar(&f.progress, "progress", time.Second, "print progress this often (0: never): applied, lag, position, busy workers, and what holds them (a long job, a lock of the target's, a full relay folder)")
 	fl.Int64Var(&f.segmentSize, "relay-segment-size", 64<<20, "rotate relay log segments after this many bytes")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log each reconnect and retry")
+	fl.StringVar(&f.logFormat, "log-format", "text", "text | json: the log on stderr as lines of key=value, or as one JSON object a line (time, level, msg, stream, and gtid, worker where they apply) for log shippers")
 	fl.StringVar(&f.http, "http", "", "serve the status page, /metrics and /status at this address (PORT or HOST:PORT; a bare port is on 127.0.0.1)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (for gapless's developers)")
 	fl.MarkHidden("cpuprofile")
 	fl.StringVar(&f.memProfile, "memprofile", "", "write a Go profile of the run's allocations to this file at its end (for gapless's developers)")
 	fl.MarkHidden("memprofile")
+	readsOptionFiles(cmd, files)
 	return cmd
 }
 
@@ -191,6 +201,9 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	if f.commitOrder != string(apply.Strict) && f.commitOrder != string(apply.Causal) {
 		return fmt.Errorf("--commit-order %q: want strict or causal", f.commitOrder)
 	}
+	if f.logFormat != "text" && f.logFormat != "json" {
+		return fmt.Errorf("--log-format %q: want text or json", f.logFormat)
+	}
 	if f.http != "" {
 		if _, err := status.ListenAddress(f.http); err != nil {
 			return err
@@ -230,7 +243,7 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	if f.verbose {
 		level = slog.LevelInfo
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger := newLogger(os.Stderr, f.logFormat, level, f.stream)
 	// The driver's own complaints about dropped connections precede a retry;
 	// shown with -v only. Pools take the driver's logger when they are opened.
 	mysqldriver.SetLogger(slog.NewLogLogger(logger.Handler(), slog.LevelInfo))

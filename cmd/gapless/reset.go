@@ -75,8 +75,10 @@ A running applier of the stream is never reset under it: stop it first.`,
 		},
 	}
 	fl := cmd.Flags()
-	target = addServerFlags(fl, "target", "target", "GAPLESS_TARGET", "target URL", addDefaultsFileFlag(fl))
-	fl.StringVar(&stream, "stream", "default", "the stream whose position to clear")
+	files := addOptionFileFlags(fl)
+	target = addServerFlags(fl, "target", "target", "GAPLESS_TARGET", "target URL", files)
+	fl.StringVar(&stream, "stream", "default", "the stream whose position to clear (and whose option group, [gapless-STREAM], is read)")
+	readsOptionFiles(cmd, files)
 	return cmd
 }
 

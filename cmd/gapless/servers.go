@@ -1,8 +1,8 @@
 // servers.go owns the flags that name a server and its password, shared by
 // every subcommand that connects: --source/--target (defaults from
 // $GAPLESS_SOURCE/$GAPLESS_TARGET), --<side>-password-file,
-// --<side>-defaults-file and --defaults-file. The precedence between them is
-// dburl.Resolve's.
+// --<side>-defaults-file, and the option files of options.go. The
+// precedence between them is dburl.Resolve's.
 //
 // Invariant: no flag's default holds a value read from the environment, so
 // --help names the variable and never prints a password.
@@ -11,6 +11,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -25,11 +26,11 @@ type serverFlags struct {
 	url          string
 	passwordFile string
 	defaultsFile string
-	shared       *string // --defaults-file, for both sides
+	shared       *optionFiles // the command's option files, for both sides (nil: none)
 }
 
 // addServerFlags registers the URL flag (unless urlFlag is "") and the side's password flags.
-func addServerFlags(fl *pflag.FlagSet, side, urlFlag, urlEnv, usage string, shared *string) *serverFlags {
+func addServerFlags(fl *pflag.FlagSet, side, urlFlag, urlEnv, usage string, shared *optionFiles) *serverFlags {
 	s := &serverFlags{side: side, urlFlag: urlFlag, urlEnv: urlEnv, shared: shared}
 	if urlFlag != "" {
 		if urlEnv != "" {
@@ -40,13 +41,6 @@ func addServerFlags(fl *pflag.FlagSet, side, urlFlag, urlEnv, usage string, shar
 	fl.StringVar(&s.passwordFile, side+"-password-file", "", "read the "+side+"'s password from this file (or give ?password-file=PATH in the URL, or $"+dburl.PasswordEnv(side)+")")
 	fl.StringVar(&s.defaultsFile, side+"-defaults-file", "", "MariaDB option file for the "+side+" ([client] groups: user, password, host, port, ssl)")
 	return s
-}
-
-// addDefaultsFileFlag registers --defaults-file, read for a side that has no option file of its own.
-func addDefaultsFileFlag(fl *pflag.FlagSet) *string {
-	var path string
-	fl.StringVar(&path, "defaults-file", "", "MariaDB option file read for each server without --<side>-defaults-file ([client], [client-mariadb], [mariadb-client], [gapless] groups)")
-	return &path
 }
 
 // given reports whether the server is named at all: by URL, variable or option file.
@@ -63,7 +57,7 @@ func (s *serverFlags) rawURL() string {
 
 func (s *serverFlags) optionFile() string {
 	if s.defaultsFile == "" && s.shared != nil {
-		return *s.shared
+		return s.shared.defaultsFile
 	}
 	return s.defaultsFile
 }
@@ -71,7 +65,14 @@ func (s *serverFlags) optionFile() string {
 // resolve returns the server's settings, and them as a URL for the code
 // that takes URLs (it carries the password: never print it).
 func (s *serverFlags) resolve() (dburl.Config, string, error) {
-	cfg, err := dburl.Resolve(s.rawURL(), dburl.Credentials{Side: s.side, PasswordFile: s.passwordFile, DefaultsFile: s.optionFile()})
+	c := dburl.Credentials{Side: s.side, PasswordFile: s.passwordFile, DefaultsFile: s.optionFile()}
+	if s.shared != nil {
+		if s.shared.stream != "" {
+			c.StreamGroup = "gapless-" + strings.ToLower(s.shared.stream)
+		}
+		c.DefaultFiles = s.shared.files
+	}
+	cfg, err := dburl.Resolve(s.rawURL(), c)
 	if err != nil {
 		prefix := s.side // "source: ...", as the connection errors say it
 		if s.urlFlag != s.side {

@@ -29,10 +29,12 @@ func newStatusCmd() *cobra.Command {
 			return runStatus(cmd.Context(), target, stream, verbose, asJSON)
 		},
 	}
-	target = addServerFlags(cmd.Flags(), "target", "target", "GAPLESS_TARGET", "target URL", addDefaultsFileFlag(cmd.Flags()))
-	cmd.Flags().StringVar(&stream, "stream", "", "only this stream")
+	files := addOptionFileFlags(cmd.Flags())
+	target = addServerFlags(cmd.Flags(), "target", "target", "GAPLESS_TARGET", "target URL", files)
+	cmd.Flags().StringVar(&stream, "stream", "", "only this stream (and its option group, [gapless-STREAM])")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list the position row of every domain and worker slot")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the same as JSON")
+	readsOptionFiles(cmd, files)
 	return cmd
 }
 
@@ -47,7 +49,7 @@ type streamStatus struct {
 	LastError  *stopStatus    `json:"last_error,omitempty"`
 	Rows       []positionRow  `json:"rows,omitempty"` // with --verbose
 	// HandOver is the gtid_slave_pos from which MariaDB's own replica
-	// would go on where gapless stopped (README, "Back to MariaDB's
+	// would go on where gapless stopped (docs/operations-and-recovery.md, "Back to MariaDB's
 	// replica"); absent while gapless runs or when no such position is
 	// exact, and then HandOverNot says why.
 	HandOver    string `json:"mariadb_replica_from,omitempty"`

@@ -13,6 +13,7 @@ import (
 func newStopCmd() *cobra.Command {
 	var addr string
 	var wait time.Duration
+	var stream string
 	cmd := &cobra.Command{
 		Use:   "stop --http ADDR",
 		Short: "Stop a running gapless replicate at the nearest gap-less point, as SIGTERM does",
@@ -30,8 +31,11 @@ print where. SIGINT or SIGTERM to the replicate process do the same.`,
 			return runStop(cmd.Context(), addr, wait)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "http", "", "the --http address of the running replicate (PORT or HOST:PORT)")
+	files := addOptionFileFlags(cmd.Flags())
+	cmd.Flags().StringVar(&addr, "http", "", "the --http address of the running replicate (PORT or HOST:PORT; http= of the stream's option file)")
 	cmd.Flags().DurationVar(&wait, "wait", time.Minute, "how long to wait for the stop before giving up (the replicate goes on stopping)")
+	cmd.Flags().StringVar(&stream, "stream", "", "read the option group of this stream too ([gapless-STREAM]), for its http=")
+	readsOptionFiles(cmd, files)
 	return cmd
 }
 

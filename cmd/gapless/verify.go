@@ -49,12 +49,13 @@ Exit status is 0 when every table is equal and 1 otherwise.`,
 		},
 	}
 	flags := cmd.Flags()
-	defaultsFile := addDefaultsFileFlag(flags)
-	source = addServerFlags(flags, "source", "source", "GAPLESS_SOURCE", "primary server, mysql://user@host:port", defaultsFile)
-	target = addServerFlags(flags, "target", "target", "GAPLESS_TARGET", "target server, mysql://user@host:port", defaultsFile)
+	files := addOptionFileFlags(flags)
+	source = addServerFlags(flags, "source", "source", "GAPLESS_SOURCE", "primary server, mysql://user@host:port", files)
+	target = addServerFlags(flags, "target", "target", "GAPLESS_TARGET", "target server, mysql://user@host:port", files)
 	flags.StringSliceVar(&opts.Databases, "databases", nil, "compare only these databases (comma-separated; default all but system schemas and gapless)")
 	flags.IntVar(&opts.ChunkRows, "chunk-rows", verify.DefaultChunkRows, "rows read per query when comparing rows")
 	flags.BoolVarP(&verbose, "verbose", "v", false, "print progress to stderr")
+	readsOptionFiles(cmd, files)
 	return cmd
 }
 

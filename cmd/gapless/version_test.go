@@ -1,3 +1,4 @@
+// version_test.go checks what --version prints, with and without the linker's stamp.
 package main
 
 import (
@@ -24,7 +25,7 @@ func TestVersionFromLinkerFlag(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	bin := filepath.Join(t.TempDir(), "gapless")
-	build := exec.Command("go", "build", "-ldflags", "-X main.version=v9.8.7 -X main.commit=abc123", "-o", bin, ".")
+	build := exec.Command("go", "build", "-ldflags", "-X main.version=v9.8.7 -X main.commit=abc123 -X main.date=2026-11-29T01:02:03Z", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -32,7 +33,7 @@ func TestVersionFromLinkerFlag(t *testing.T) {
 	if err != nil {
 		t.Fatalf("gapless --version: %v\n%s", err, out)
 	}
-	if !strings.HasPrefix(string(out), "gapless v9.8.7 (commit abc123, go") {
+	if !strings.HasPrefix(string(out), "gapless v9.8.7 (commit abc123, built 2026-11-29T01:02:03Z, go") {
 		t.Errorf("gapless --version printed %q", out)
 	}
 }

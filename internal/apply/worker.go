@@ -146,7 +146,7 @@ func newWorker(r *Replica, slot int) *worker {
 	opts.DeferPositions = r.cfg.CommitOrder == Strict
 	opts.BegunMark = func(g gtid.MariaDBGTID) string { return r.store.BegunStatement(g) }
 	w := &worker{
-		slot: slot, replica: r, db: r.cfg.Target, log: r.log,
+		slot: slot, replica: r, db: r.cfg.Target, log: r.log.With("worker", slot),
 		jobs: make(chan *job, 1), yield: make(chan struct{}, 1),
 		status: WorkerStatus{Slot: slot, State: StateIdle, Since: time.Now()},
 	}
@@ -210,7 +210,7 @@ func (w *worker) loop(ctx context.Context, done chan<- result) {
 	// the jobs before it run. One that cannot open now is opened by the
 	// job, which reports why it cannot.
 	if err := w.connect(ctx); err != nil {
-		w.log.Debug("the worker's connection did not open at its start; its first job opens it", "worker", w.slot, "error", err)
+		w.log.Debug("the worker's connection did not open at its start; its first job opens it", "error", err)
 	}
 	for {
 		var idle <-chan time.Time
@@ -258,7 +258,7 @@ func (w *worker) writeDeferred() {
 		return
 	}
 	if err := w.session.WriteDeferred(); err != nil {
-		w.log.Warn("cannot write the position of a group applied alone; the next run finds the group in the target's binlog", "worker", w.slot, "error", err)
+		w.log.Warn("cannot write the position of a group applied alone; the next run finds the group in the target's binlog", "error", err)
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -104,6 +106,9 @@ func Parse(raw string) (Config, error) {
 	if len(query) > 0 {
 		cfg.Params = make(map[string]string, len(query))
 		for key, values := range query {
+			if err := checkParam(key, values[len(values)-1]); err != nil {
+				return Config{}, err
+			}
 			cfg.Params[key] = values[len(values)-1]
 		}
 	}
@@ -120,6 +125,34 @@ func Parse(raw string) (Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// OwnParams are the URL parameters gapless reads itself; every other
+// parameter is a session variable of the server (SessionVariable).
+var OwnParams = []string{PasswordFileParam, "tls", "timeout"}
+
+// SessionVariable is the shape of a URL parameter that sets a session
+// variable on each of gapless's connections to that server
+// (?innodb_lock_wait_timeout=20): a server variable's name, lower case.
+// The server refuses a name it does not know when gapless connects.
+var SessionVariable = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// driverParams are the go-sql-driver parameters whose names look like a
+// session variable's: refused, so that none is taken for one.
+var driverParams = []string{"charset", "collation", "loc", "compress"}
+
+// checkParam refuses a URL parameter that is neither one of gapless's nor
+// a session variable, and a value that would end the SET statement.
+func checkParam(key, value string) error {
+	switch {
+	case slices.Contains(OwnParams, key):
+		return nil
+	case !SessionVariable.MatchString(key) || slices.Contains(driverParams, key):
+		return fmt.Errorf("URL parameter %q: want %s, or a session variable of the server in lower case (?innodb_lock_wait_timeout=20)", key, strings.Join(OwnParams, ", "))
+	case value == "" || strings.ContainsAny(value, ";\n"):
+		return fmt.Errorf("URL parameter %s=%q: want a value for SET SESSION %s (a number, a word, or a 'quoted' string)", key, value, key)
+	}
+	return nil
 }
 
 // URL is the configuration as a server URL, password included: for handing

@@ -182,3 +182,25 @@ func TestURLOfSeveralNodes(t *testing.T) {
 		t.Errorf("Resolve lost the node list: %+v %v", r, err)
 	}
 }
+
+// TestURLParameters: gapless's own parameters and session variables are
+// taken; anything else is refused, never passed on silently.
+func TestURLParameters(t *testing.T) {
+	for _, ok := range []string{"?tls=true", "?timeout=3s", "?innodb_lock_wait_timeout=20", "?sql_mode=%27ANSI%27", "?lock_wait_timeout=1&tls=false"} {
+		if _, err := Parse("mysql://u@h:1" + ok); err != nil {
+			t.Errorf("%s refused: %v", ok, err)
+		}
+	}
+	for bad, want := range map[string]string{
+		"?readTimeout=5s":     `URL parameter "readTimeout"`,
+		"?tsl-mode=true":      `URL parameter "tsl-mode"`,
+		"?charset=utf8":       `URL parameter "charset"`,
+		"?wait_timeout=1%3B1": "want a value for SET SESSION wait_timeout",
+		"?wait_timeout=":      "want a value",
+	} {
+		_, err := Parse("mysql://u@h:1" + bad)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %s", bad, err, want)
+		}
+	}
+}

@@ -1,5 +1,7 @@
 // optionfile.go reads MariaDB option files (my.cnf) the way the mariadb
-// client does, for the client groups gapless shares with it.
+// client does: for the client groups gapless shares with it, and for the
+// [gapless] and [gapless-STREAM] groups that hold any flag of gapless's
+// commands (cmd/gapless/options.go).
 //
 // The rules kept: a line is "[group]", "name", "name=value", a comment
 // (starting with # or ;), "!include FILE" or "!includedir DIR" (the *.cnf
@@ -28,7 +30,29 @@ type Option struct {
 	Name     string // lower case, - for _, without loose-
 	Value    string
 	HasValue bool   // false for a bare "name" line
+	Loose    bool   // written with the loose- prefix: unknown, it is ignored
+	Group    string // the group it was read from, lower case
 	Where    string // file:line, for messages
+}
+
+// DefaultOptionFiles are the files the mariadb client reads when it is
+// given no --defaults-file, in its order (a later one wins): the system's,
+// $MYSQL_HOME's, the user's. Only those that exist are returned.
+func DefaultOptionFiles() []string {
+	places := []string{"/etc/my.cnf", "/etc/mysql/my.cnf"}
+	if home := os.Getenv("MYSQL_HOME"); home != "" {
+		places = append(places, filepath.Join(home, "my.cnf"))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		places = append(places, filepath.Join(home, ".my.cnf"))
+	}
+	var out []string
+	for _, p := range places {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // ReadOptionFile returns the options of the given groups in path (and the
@@ -50,7 +74,7 @@ func readOptionFile(path string, groups []string, out *[]Option, depth int) erro
 	defer f.Close()
 	scan := bufio.NewScanner(f)
 	scan.Buffer(make([]byte, 64<<10), 1<<20)
-	inGroup := false
+	inGroup, group := false, ""
 	for n := 1; scan.Scan(); n++ {
 		where := fmt.Sprintf("%s:%d", path, n)
 		line := strings.TrimSpace(scan.Text())
@@ -87,7 +111,7 @@ func readOptionFile(path string, groups []string, out *[]Option, depth int) erro
 			if end < 0 {
 				return fmt.Errorf("%s: group name without ']'", where)
 			}
-			group := strings.ToLower(strings.TrimSpace(line[1:end]))
+			group = strings.ToLower(strings.TrimSpace(line[1:end]))
 			inGroup = slices.Contains(groups, group)
 			continue
 		case !inGroup:
@@ -95,6 +119,7 @@ func readOptionFile(path string, groups []string, out *[]Option, depth int) erro
 		}
 		name, value, hasValue := strings.Cut(line, "=")
 		name = strings.ReplaceAll(strings.ToLower(strings.TrimSpace(name)), "_", "-")
+		loose := strings.HasPrefix(name, "loose-")
 		name = strings.TrimPrefix(name, "loose-")
 		if hasValue {
 			if value, err = optionValue(value); err != nil {
@@ -103,7 +128,7 @@ func readOptionFile(path string, groups []string, out *[]Option, depth int) erro
 		} else if i := strings.IndexByte(name, '#'); i >= 0 {
 			name = strings.TrimSpace(name[:i])
 		}
-		*out = append(*out, Option{Name: name, Value: value, HasValue: hasValue, Where: where})
+		*out = append(*out, Option{Name: name, Value: value, HasValue: hasValue, Loose: loose, Group: group, Where: where})
 	}
 	if err := scan.Err(); err != nil {
 		return fmt.Errorf("option file %s: %w", path, err)

@@ -8,7 +8,10 @@
 //  1. the URL: its user, host, port, parameters, and its password, written
 //     in it or read from its ?password-file=; or --<side>-password-file.
 //     Two of these passwords at once are refused, not ranked;
-//  2. the option file (--<side>-defaults-file, else --defaults-file);
+//  2. the option file (--<side>-defaults-file, else --defaults-file, from
+//     the client groups and gapless's), else the [gapless] groups of the
+//     files the mariadb client reads by default (their [client] groups are
+//     that client's, and do not choose gapless's account);
 //  3. $GAPLESS_<SIDE>_PASSWORD, for the password only.
 //
 // Invariant: the password never reaches an error message.
@@ -17,6 +20,7 @@ package dburl
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -29,6 +33,26 @@ type Credentials struct {
 	Side         string // "source" or "target": names the environment variable and the messages
 	PasswordFile string // --<side>-password-file
 	DefaultsFile string // an option file (--<side>-defaults-file or --defaults-file)
+	// StreamGroup is read from the option files besides ClientGroups
+	// ("gapless-STREAM"), or "".
+	StreamGroup string
+	// DefaultFiles are read, for their [gapless] and StreamGroup groups
+	// only, when DefaultsFile is "" (DefaultOptionFiles, unless
+	// --no-defaults).
+	DefaultFiles []string
+}
+
+// ConnectionOption reports whether name (as Option.Name) is a connection
+// setting Resolve reads from an option file's groups, or one of the client
+// options that other programs read from those groups.
+func ConnectionOption(name string) bool {
+	switch name {
+	case "user", "host", "port", "password", "socket", "ssl", "skip-ssl", "disable-ssl",
+		"ssl-verify-server-cert", "skip-ssl-verify-server-cert", "disable-ssl-verify-server-cert",
+		"ssl-ca", "ssl-capath", "ssl-cert", "ssl-key", "ssl-crl", "ssl-crlpath":
+		return true
+	}
+	return false
 }
 
 // PasswordEnv is the environment variable that may hold side's password.
@@ -57,9 +81,25 @@ func ReadPasswordFile(path string) (string, error) {
 func Resolve(raw string, c Credentials) (Config, error) {
 	var opts []Option
 	if c.DefaultsFile != "" {
+		groups := ClientGroups
+		if c.StreamGroup != "" {
+			groups = append(slices.Clone(groups), c.StreamGroup)
+		}
 		var err error
-		if opts, err = ReadOptionFile(c.DefaultsFile, ClientGroups); err != nil {
+		if opts, err = ReadOptionFile(c.DefaultsFile, groups); err != nil {
 			return Config{}, err
+		}
+	} else {
+		groups := []string{"gapless"}
+		if c.StreamGroup != "" {
+			groups = append(groups, c.StreamGroup)
+		}
+		for _, path := range c.DefaultFiles {
+			more, err := ReadOptionFile(path, groups)
+			if err != nil {
+				return Config{}, err
+			}
+			opts = append(opts, more...)
 		}
 	}
 	if raw == "" && c.DefaultsFile == "" {

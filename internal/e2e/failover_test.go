@@ -245,7 +245,7 @@ func TestTargetWhoseOwnReplicaRunsFromAnotherServer(t *testing.T) {
 }
 
 // The way back: gapless stopped, the target becomes a MariaDB replica of
-// the source again from gapless's position (README, "Back to MariaDB's
+// the source again from gapless's position (docs/operations-and-recovery.md, "Back to MariaDB's
 // replica"), with the target's binlog written by gapless or not; it goes
 // on with no transaction lost or applied twice.
 func TestBackToMariaDBsReplica(t *testing.T) {

@@ -1,5 +1,5 @@
 // privileges_test.go pins down the least privileges gapless's two accounts
-// need, the ones the README lists: a run with exactly those replicates
+// need, the ones docs/commands.md lists: a run with exactly those replicates
 // DML and DDL, with parallel workers, to equal tables.
 package e2e
 
