@@ -65,16 +65,14 @@ func checkGaleraTarget(ctx context.Context, tgt *sql.DB, writeBinlog bool, logge
 }
 
 // followTargetNodes, for a target URL that names several nodes, logs each
-// move to another node and has the pool drop its idle connections to the
-// node left (one out of the primary component still answers, with 1047).
-func followTargetNodes(tgt *sql.DB, cfg dburl.Config, logger *slog.Logger) {
+// move to another node (the pool and the apply connections move by
+// themselves: dburl.Nodes).
+func followTargetNodes(cfg dburl.Config, logger *slog.Logger) {
 	if cfg.Nodes == nil {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "note: the target names %d nodes (%s); writing to %s, and to the next one when it fails\n", len(cfg.Nodes.Addrs()), strings.Join(cfg.Nodes.Addrs(), ","), cfg.Nodes.Current())
 	cfg.Nodes.OnSwitch(func(from, to, why string) {
 		logger.Warn("target node failed; writing to the next node, from the position the cluster holds", "failed", from, "node", to, "why", why)
-		tgt.SetMaxIdleConns(0)
-		tgt.SetMaxIdleConns(2)
 	})
 }

@@ -7,8 +7,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -81,12 +83,46 @@ func (l *Lock) Ensure(ctx context.Context) error {
 		l.conn.Close()
 		l.conn = nil
 	}
-	again, err := AcquireLock(ctx, l.db, l.stream)
-	if err != nil {
-		return err
+	// The target may still be coming back (a Galera cluster forming a new
+	// primary component answers 1205 or 1047 for a moment): transient
+	// errors are tried again for up to ensurePatience.
+	deadline := time.Now().Add(ensurePatience)
+	for wait := 100 * time.Millisecond; ; wait = min(wait*2, 2*time.Second) {
+		again, err := AcquireLock(ctx, l.db, l.stream)
+		if err == nil {
+			l.conn = again.conn
+			return nil
+		}
+		if !transientLockError(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
 	}
-	l.conn = again.conn
-	return nil
+}
+
+// ensurePatience bounds how long Ensure tries again after transient errors.
+const ensurePatience = 30 * time.Second
+
+// transientLockError reports whether taking the lock failed for a reason
+// that passes: a lock wait or deadlock, a node not yet in the primary
+// component, a connection that went away.
+func transientLockError(err error) bool {
+	switch mysqlCode(err) {
+	case 1205, 1213, 1047, 1053, 1927, 2006, 2013:
+		return true
+	case 0:
+		return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || isNetError(err)
+	}
+	return false
+}
+
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
 }
 
 // Release frees the lock.

@@ -315,7 +315,7 @@ func Open(url string, params map[string]string) (*sql.DB, Config, error) {
 	if err != nil {
 		return nil, Config{}, err
 	}
-	db, err := sql.Open("mysql", cfg.DSN("", params))
+	db, err := cfg.openPool(params)
 	if err != nil {
 		return nil, Config{}, fmt.Errorf("bad driver parameters for %s: %v", cfg.Addr(), err)
 	}
@@ -329,6 +329,23 @@ func Open(url string, params map[string]string) (*sql.DB, Config, error) {
 		return nil, Config{}, Explain(err, cfg)
 	}
 	return db, cfg, nil
+}
+
+// openPool opens the pool of cfg's server, or, for a node list, of the
+// current node (connector).
+func (c Config) openPool(params map[string]string) (*sql.DB, error) {
+	if c.Nodes == nil {
+		return sql.Open("mysql", c.DSN("", params))
+	}
+	dc, err := mysql.ParseDSN(c.DSN("", params))
+	if err != nil {
+		return nil, err
+	}
+	inner, err := mysql.NewConnector(dc)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(connector{inner: inner, nodes: c.Nodes}), nil
 }
 
 // requiresTLS reports whether an access denied without TLS is the server's

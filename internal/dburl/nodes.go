@@ -13,6 +13,7 @@ package dburl
 
 import (
 	"context"
+	"database/sql/driver"
 	"fmt"
 	"net"
 	"strconv"
@@ -163,4 +164,99 @@ func (n *Nodes) network(timeout time.Duration) string {
 		})
 	}
 	return n.netName
+}
+
+// connector opens the pool's connections of a URL with a node list: each
+// on the current node, and each valid only while that node stays current,
+// so that the pool drops, rather than hands out again, a connection to a
+// node left behind (one out of the primary component still answers).
+type connector struct {
+	inner driver.Connector
+	nodes *Nodes
+}
+
+func (c connector) Driver() driver.Driver { return c.inner.Driver() }
+
+func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
+	for range len(c.nodes.addrs) + 1 {
+		addr := c.nodes.Current()
+		conn, err := c.inner.Connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if c.nodes.Current() == addr {
+			return &nodeConn{conn: conn, addr: addr, nodes: c.nodes}, nil
+		}
+		conn.Close() // the dial moved on while it connected: the address is not known
+	}
+	return nil, fmt.Errorf("%w: the target's nodes kept failing while connecting", driver.ErrBadConn)
+}
+
+// nodeConn is a pool connection to one node of a list. It passes every
+// call on to the driver's connection.
+type nodeConn struct {
+	conn  driver.Conn
+	addr  string
+	nodes *Nodes
+}
+
+var (
+	_ driver.Conn               = (*nodeConn)(nil)
+	_ driver.ConnBeginTx        = (*nodeConn)(nil)
+	_ driver.ConnPrepareContext = (*nodeConn)(nil)
+	_ driver.ExecerContext      = (*nodeConn)(nil)
+	_ driver.QueryerContext     = (*nodeConn)(nil)
+	_ driver.Pinger             = (*nodeConn)(nil)
+	_ driver.SessionResetter    = (*nodeConn)(nil)
+	_ driver.Validator          = (*nodeConn)(nil)
+	_ driver.NamedValueChecker  = (*nodeConn)(nil)
+)
+
+func (c *nodeConn) Prepare(query string) (driver.Stmt, error) { return c.conn.Prepare(query) }
+func (c *nodeConn) Close() error                              { return c.conn.Close() }
+
+// Begin is driver.Conn's; database/sql calls BeginTx.
+func (c *nodeConn) Begin() (driver.Tx, error) { return c.conn.Begin() } //nolint:staticcheck
+
+func (c *nodeConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	return c.conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+}
+
+func (c *nodeConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	return c.conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+}
+
+func (c *nodeConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	return c.conn.(driver.ExecerContext).ExecContext(ctx, query, args)
+}
+
+func (c *nodeConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return c.conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+}
+
+func (c *nodeConn) Ping(ctx context.Context) error { return c.conn.(driver.Pinger).Ping(ctx) }
+
+func (c *nodeConn) ResetSession(ctx context.Context) error {
+	if c.addr != c.nodes.Current() {
+		return driver.ErrBadConn
+	}
+	if r, ok := c.conn.(driver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+func (c *nodeConn) IsValid() bool {
+	if c.addr != c.nodes.Current() {
+		return false
+	}
+	v, ok := c.conn.(driver.Validator)
+	return !ok || v.IsValid()
+}
+
+func (c *nodeConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if ch, ok := c.conn.(driver.NamedValueChecker); ok {
+		return ch.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
 }

@@ -191,6 +191,10 @@ func randomScale() int {
 type loadOptions struct {
 	// myisam adds MyISAM writes inside InnoDB transactions.
 	myisam bool
+	// noHeldTemporary leaves out the temporary tables a session holds
+	// across its transactions, which a target that dies loses (and the
+	// run stops on the next statement that reads one, by design).
+	noHeldTemporary bool
 	// features gives every fourth client GTID domain 1 and a schema of its
 	// own (rnd1, so that --policy domain holds too), and adds XA
 	// transactions, savepoints, a sequence and DDL.
@@ -457,6 +461,10 @@ func randomTransaction(rng *rand.Rand, client, i int, opts loadOptions) []string
 		case 20:
 			s = fmt.Sprintf("INSERT INTO rnd.tr (id, v) VALUES (%d, %d) ON DUPLICATE KEY UPDATE v = v + 1", rng.Intn(30), i)
 		case 21:
+			if opts.noHeldTemporary {
+				s = fmt.Sprintf("UPDATE %s SET k = k + 2 ORDER BY id DESC LIMIT 2", tbl())
+				break
+			}
 			// Temporary tables of both kinds, with MyISAM: a session that
 			// ends holding both logs one DROP TEMPORARY TABLE for them.
 			tmp, engine := fmt.Sprintf("rnd.tmp%d", client), "InnoDB"

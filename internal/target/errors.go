@@ -158,8 +158,11 @@ func serverErr(err error) (uint16, string, bool) {
 func Lost(err error) bool {
 	if code, msg, ok := serverErr(err); ok {
 		// 1927: connection killed; 1053: server shutdown in progress; 2006/2013: gone away / lost;
-		// 1047 with WSREP: a Galera node that left the primary component (galera.go).
-		return code == 1927 || code == 1053 || code == 2006 || code == 2013 || (code == 1047 && strings.Contains(msg, "WSREP"))
+		// 1047 with WSREP, 1180 naming the primary component: a Galera
+		// node that left the primary component (galera.go), which cannot
+		// have committed what it answered so for.
+		return code == 1927 || code == 1053 || code == 2006 || code == 2013 || (code == 1047 && strings.Contains(msg, "WSREP")) ||
+			(code == 1180 && strings.Contains(msg, "Primary Component"))
 	}
 	if errors.Is(err, ErrSlotHeld) || errors.Is(err, errNodeUnusable) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
