@@ -17,6 +17,7 @@ command -v mariadb-test >/dev/null 2>&1 || need+=(mariadb-test)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -e /usr/lib/galera/libgalera_smm.so ] || need+=(galera-4)
 command -v rsync >/dev/null 2>&1 || need+=(rsync)
+command -v lsof >/dev/null 2>&1 || command -v ss >/dev/null 2>&1 || need+=(lsof) # the rsync state transfer checks its port
 [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ] || ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || need+=(libfaketime)
 [ ${#need[@]} -eq 0 ] && exit 0
 
