@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"gapless/internal/binlog"
 	"gapless/internal/dburl"
 	"gapless/internal/galera"
 )
@@ -75,4 +76,43 @@ func followTargetNodes(cfg dburl.Config, logger *slog.Logger) {
 	cfg.Nodes.OnSwitch(func(from, to, why string) {
 		logger.Warn("target node failed; writing to the next node, from the position the cluster holds", "failed", from, "node", to, "why", why)
 	})
+}
+
+// checkSourceNodes refuses a source URL that names several nodes unless
+// they are nodes of a Galera cluster that write every transaction under
+// the same GTID (wsrep_gtid_mode=ON) to their binlogs (log_slave_updates,
+// so that each node's binlog holds the others' writes too): only then does
+// another node's binlog go on from the position one node's left.
+func checkSourceNodes(ctx context.Context, src *sql.DB, cfg dburl.Config) error {
+	if cfg.Nodes == nil {
+		return nil
+	}
+	node, err := readGalera(ctx, src)
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	at := cfg.Nodes.Current()
+	switch {
+	case !node.On:
+		return fmt.Errorf("--source names %d nodes, but %s is not a node of a Galera cluster (wsrep_on=OFF): name one server, or the nodes of one cluster", len(cfg.Nodes.Addrs()), at)
+	case !node.GTIDMode:
+		return fmt.Errorf("--source names %d nodes of a Galera cluster that runs with wsrep_gtid_mode=OFF (on %s): its nodes log the same transaction under different GTIDs, so no node's binlog goes on from another's position; SET GLOBAL wsrep_gtid_mode=ON on every node (with one wsrep_gtid_domain_id), or name one node", len(cfg.Nodes.Addrs()), at)
+	}
+	var slaveUpdates string
+	if err := src.QueryRowContext(ctx, "SELECT @@log_slave_updates").Scan(&slaveUpdates); err != nil {
+		return fmt.Errorf("source: read log_slave_updates: %w", err)
+	}
+	if slaveUpdates != "1" && !strings.EqualFold(slaveUpdates, "ON") {
+		return fmt.Errorf("--source names several nodes, but %s runs with log_slave_updates=OFF: its binlog lacks what the other nodes wrote; start every node with log_slave_updates=ON, or name one node", at)
+	}
+	return nil
+}
+
+// sourceNodes is the receiver's node list of a source URL that names
+// several, else nil.
+func sourceNodes(cfg dburl.Config) binlog.SourceNodes {
+	if cfg.Nodes == nil {
+		return nil
+	}
+	return cfg.Nodes
 }

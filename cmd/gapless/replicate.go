@@ -253,6 +253,9 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 		return fmt.Errorf("source: %w", err)
 	}
 	defer srcDB.Close()
+	if err := checkSourceNodes(ctx, srcDB, srcCfg); err != nil {
+		return err
+	}
 	sourceFormat, err := checkSource(ctx, srcDB, srcCfg, logger)
 	if err != nil {
 		return err
@@ -352,7 +355,7 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 		Stream: f.stream,
 		Receiver: binlog.ReceiverConfig{
 			Host: srcCfg.Host, Port: uint16(srcCfg.Port), User: srcCfg.User, Password: srcCfg.Password,
-			ServerID: serverID, TLS: srcTLS, DialTimeout: srcTimeout, Logger: logger,
+			ServerID: serverID, TLS: srcTLS, DialTimeout: srcTimeout, Logger: logger, Nodes: sourceNodes(srcCfg),
 		},
 		Relay:          binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize, Logger: logger, Source: source.String()},
 		Target:         tgtDB,

@@ -48,6 +48,19 @@ type ReceiverConfig struct {
 	// sequence number goes back in its domain (outOfOrder) is left out of
 	// the relay log instead of stopping the run. nil: none.
 	Skip func(gtid.MariaDBGTID) bool
+	// Nodes, when the source URL names several nodes of a cluster whose
+	// nodes write the same GTIDs, is where the dump connects now (Host and
+	// Port are the first node): a node that fails, or cannot serve the
+	// position, is left for the next. Nil: Host and Port alone.
+	Nodes SourceNodes
+}
+
+// SourceNodes is a list of nodes of one cluster, one of them current
+// (dburl.Nodes).
+type SourceNodes interface {
+	Current() string
+	Failed(addr, why string)
+	Addrs() []string
 }
 
 // Receiver copies the source's binlog into a relay log.
@@ -185,8 +198,10 @@ func (r *Receiver) RelayFullSince() time.Time {
 func (r *Receiver) Run(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	lost := false
+	refused := 0 // nodes of a list that could not serve the position, in a row
 	for {
 		start := time.Now()
+		addr := r.addr()
 		err := r.session(ctx)
 		wasConnected := r.connected.Swap(false)
 		if ctx.Err() != nil {
@@ -212,8 +227,17 @@ func (r *Receiver) Run(ctx context.Context) error {
 			}
 			continue
 		}
+		if wasConnected {
+			refused = 0
+		}
+		if errors.As(err, &se) && r.nextNode(addr, err, &refused, true) {
+			continue
+		}
 		if errors.As(err, &se) || errors.As(err, &re) || errors.As(err, &st) {
 			return err
+		}
+		if r.cfg.Nodes != nil && !wasConnected {
+			r.nextNode(addr, err, &refused, false)
 		}
 		if time.Since(start) > 10*time.Second {
 			backoff = 100 * time.Millisecond
@@ -237,7 +261,31 @@ func (r *Receiver) Run(ctx context.Context) error {
 	}
 }
 
-func (r *Receiver) addr() string { return net.JoinHostPort(r.cfg.Host, strconv.Itoa(int(r.cfg.Port))) }
+func (r *Receiver) addr() string {
+	if r.cfg.Nodes != nil {
+		return r.cfg.Nodes.Current()
+	}
+	return net.JoinHostPort(r.cfg.Host, strconv.Itoa(int(r.cfg.Port)))
+}
+
+// nextNode leaves the node the dump failed on for the next of the list,
+// and says whether there is another to try: a node list not yet gone
+// round since the last dump that received an event. refused counts the
+// nodes that could not serve the position since then.
+func (r *Receiver) nextNode(addr string, err error, refused *int, fatal bool) bool {
+	if r.cfg.Nodes == nil {
+		return false
+	}
+	if fatal {
+		*refused++
+		if *refused >= len(r.cfg.Nodes.Addrs()) {
+			return false
+		}
+		r.cfg.Logger.Warn("source node cannot serve the position; reading from the next node", "source", addr, "error", err.Error())
+	}
+	r.cfg.Nodes.Failed(addr, err.Error())
+	return true
+}
 
 // session runs one binlog dump, from the relay log's end, until it fails.
 func (r *Receiver) session(ctx context.Context) (err error) {

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -338,4 +339,99 @@ func waitRejoined(ctx context.Context, c *sandbox.Cluster, i int) error {
 		return err
 	}
 	return c.Restart(ctx, i)
+}
+
+// dumpingNode is the node of c that serves gapless's binlog dump, or -1.
+func dumpingNode(t *testing.T, c *sandbox.Cluster) int {
+	t.Helper()
+	for i, node := range c.Nodes {
+		if !node.Running() {
+			continue
+		}
+		db, err := node.Open("")
+		if err != nil {
+			continue
+		}
+		var n int
+		err = db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%' AND USER = ?", sandbox.ReplUser).Scan(&n)
+		db.Close()
+		if err == nil && n > 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestGaleraClusterToClusterSourceNodeKilled links two 3-node clusters, as
+// two sites are: gapless reads from the nodes of one (wsrep_gtid_mode=ON,
+// so every node logs the same GTIDs) and writes to the nodes of the other,
+// while clients keep writing to the source cluster. The node it reads from
+// is killed three times and rejoins; gapless reads from the next node, from
+// where its relay log ends, and every node of the target cluster ends
+// equal to the source cluster.
+func TestGaleraClusterToClusterSourceNodeKilled(t *testing.T) {
+	target := galeraCluster(t, true)
+	source := sandbox.ClusterForTest(t, sandbox.ClusterConfig{Name: "site-a", GTIDMode: true, GTIDDomain: 7})
+	sb := &sandbox.Sandbox{Primary: source.Nodes[0], SourceURL: source.Nodes[0].URL(sandbox.ReplUser, sandbox.ReplPassword)}
+	randomLoad(t, sb, 4, 60, loadOptions{noHeldTemporary: true})
+	mustExec(t, source.Nodes[0], "CREATE DATABASE live", "CREATE TABLE live.t (id INT AUTO_INCREMENT PRIMARY KEY, node INT, at DATETIME(6))")
+	sourceURL := strings.Replace(nodesURL(source), sandbox.ApplierUser+":"+sandbox.ApplierPassword, sandbox.ReplUser+":"+sandbox.ReplPassword, 1)
+	relay := filepath.Join(t.TempDir(), "relay")
+	args := []string{"replicate", "--source", sourceURL, "--target", nodesURL(target), "--relay-dir", relay, "--progress", "0", "--workers", "8"}
+	cmd, stderr, wait := background(t, args...)
+
+	// Clients write on whichever source node answers, all along.
+	stopWriting := make(chan struct{})
+	var writers sync.WaitGroup
+	for w := range 3 {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stopWriting:
+					return
+				default:
+				}
+				node := (w + n) % len(source.Nodes)
+				// A node killed or rejoining refuses: the next write goes to another.
+				_ = source.Nodes[node].Exec(context.Background(), fmt.Sprintf("INSERT INTO live.t (node, at) VALUES (%d, NOW(6))", node))
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	rng := rand.New(rand.NewSource(17))
+	ctx := context.Background()
+	killed := 0
+	for range 3 {
+		time.Sleep(time.Duration(500+rng.Intn(1000)) * time.Millisecond)
+		i := dumpingNode(t, source)
+		if i < 0 {
+			t.Fatalf("no source node serves gapless's dump:\n%s", stderr)
+		}
+		if err := source.Nodes[i].Kill(); err != nil {
+			t.Fatal(err)
+		}
+		killed++
+		t.Logf("killed source node %d", i+1)
+		if err := source.Restart(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stopWriting)
+	writers.Wait()
+	until := binlogPos(t, source.Nodes[0])
+	cmd.Process.Signal(syscall.SIGTERM)
+	if r := waitExit(t, cmd, wait, time.Minute, "stop on SIGTERM", stderr); r.code != 0 {
+		t.Fatalf("gapless exited %d:\n%s", r.code, r.stderr)
+	}
+	t.Logf("source nodes killed: %d; reads from the next node: %d", killed, strings.Count(stderr.String(), "source connection lost"))
+	if strings.Count(stderr.String(), "source connection lost") < killed {
+		t.Errorf("fewer lost source connections than kills:\n%s", stderr)
+	}
+	r := gapless(t, nil, append(args, "--until", until)...)
+	if r.code != 0 {
+		t.Fatalf("gapless to %s exited %d:\n%s", until, r.code, r.stderr)
+	}
+	requireNodesEqual(t, source.Nodes[1], target, "rnd", "live")
 }
