@@ -46,6 +46,12 @@ func formatProgress(p apply.Progress, until *gtid.MariaDBPosition, now time.Time
 	} else {
 		line += fmt.Sprintf("  workers busy %d/%d", busy, len(p.Workers))
 	}
+	if p.TargetNode != "" {
+		line += "  target node " + p.TargetNode
+		if p.TargetSwitches > 0 {
+			line += fmt.Sprintf(" (moved %d times)", p.TargetSwitches)
+		}
+	}
 	if p.TargetWait != nil {
 		// What the target holds them with says more than the longest job.
 		line += "  the target holds them: " + p.TargetWait.Text

@@ -162,3 +162,12 @@ func TestSourceDomainsOf(t *testing.T) {
 		t.Error("no start became one")
 	}
 }
+
+func TestProgressNamesTheTargetNode(t *testing.T) {
+	if line := formatProgress(apply.Progress{TargetNode: "10.0.0.2:3306", TargetSwitches: 2}, nil, time.Now()); !strings.Contains(line, "target node 10.0.0.2:3306 (moved 2 times)") {
+		t.Errorf("line %q", line)
+	}
+	if line := formatProgress(apply.Progress{}, nil, time.Now()); strings.Contains(line, "target node") {
+		t.Errorf("one server: %q", line)
+	}
+}

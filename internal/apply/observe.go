@@ -87,6 +87,9 @@ type Snapshot struct {
 	Behind           uint64               // transactions received but not applied
 	LagSeconds       float64              // how long ago the source wrote the oldest transaction not applied (Replica.lagSeconds); 0 when caught up
 	SourceConnected  bool
+	// TargetNode and TargetSwitches are Progress's.
+	TargetNode     string
+	TargetSwitches int
 
 	// TargetWait is what the target makes the workers wait for (a client's
 	// row lock, a read lock of a backup), nil when it tells of nothing.
@@ -350,6 +353,7 @@ func (r *Replica) Snapshot() Snapshot {
 	receiver := r.receiver
 	r.mu.Unlock()
 	s.Started = workers != nil
+	s.TargetNode, s.TargetSwitches = r.targetNode()
 	s.ReceivedBytes = r.obs.decodedBytes.Load()
 	s.ReceivedTransactions = r.obs.receivedBefore.Load()
 	if receiver != nil {

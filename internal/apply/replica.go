@@ -112,6 +112,11 @@ type Progress struct {
 	// TargetWait is what the target makes the workers wait for, nil when
 	// it tells of nothing.
 	TargetWait *TargetWait
+	// TargetNode is the node the workers write to, where the target URL
+	// names several (a Galera cluster), and TargetSwitches how many times
+	// they moved to another; "" and 0 otherwise.
+	TargetNode     string
+	TargetSwitches int
 }
 
 // Result says where a run ended.
@@ -1177,6 +1182,7 @@ func (r *Replica) reportProgress(relay *binlog.RelayLog) func() {
 				}
 				p.Workers = r.workerStatus()
 				p.TargetWait = r.targetWait.Load()
+				p.TargetNode, p.TargetSwitches = r.targetNode()
 				p.Behind = behind(p.Received, p.Position)
 				p.LagSeconds = r.lagSeconds(now, p.Behind, lastSource)
 				r.cfg.Progress(p)
@@ -1184,6 +1190,15 @@ func (r *Replica) reportProgress(relay *binlog.RelayLog) func() {
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// targetNode is the node of a target URL's node list the workers write to,
+// and how many times they moved; "" and 0 for one server.
+func (r *Replica) targetNode() (string, int) {
+	if nodes := r.cfg.Session.Server.Nodes; nodes != nil {
+		return nodes.Current(), nodes.Switches()
+	}
+	return "", 0
 }
 
 // reportWorkers writes the workers' states to the target about once a

@@ -299,7 +299,7 @@ func TestGaleraTargetNodeCutOff(t *testing.T) {
 	randomLoad(t, sb, 8, 100, loadOptions{noHeldTemporary: true})
 	relay := filepath.Join(t.TempDir(), "relay")
 	args := []string{"replicate", "--source", sb.SourceURL, "--target", nodesURL(c), "--until", binlogPos(t, primary),
-		"--relay-dir", relay, "--progress", "0", "--workers", "8"}
+		"--relay-dir", relay, "--progress", "200ms", "--workers", "8"}
 	cmd, stderr, wait := background(t, args...)
 	time.Sleep(700 * time.Millisecond)
 	i := writingNode(t, c)
@@ -317,6 +317,9 @@ func TestGaleraTargetNodeCutOff(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "target node failed; writing to the next node") {
 		t.Errorf("no move to another node was logged:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stdout, "target node ") || !strings.Contains(r.stdout, "(moved 1 times)") {
+		t.Errorf("the progress lines did not name the node written to and the move:\n%s", r.stdout)
 	}
 	if err := c.Isolate(ctx, i, false); err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ type collector struct {
 
 	up, applied, appliedBytes, filtered, targetTxns, received, receivedBytes *prometheus.Desc
 	lag, behind, relayBytes, queueTxns, queueBytes, sourceConnected          *prometheus.Desc
-	targetWait                                                               *prometheus.Desc
+	targetWait, targetNode, targetNodeSwitches                               *prometheus.Desc
 	workerState, retries, conflicts, watchdogKills, batchSize, commitSeconds *prometheus.Desc
 	statementTables                                                          *prometheus.Desc
 }
@@ -53,28 +53,30 @@ func newMetrics(s *Server) http.Handler {
 		return prometheus.NewDesc("gapless_"+name, help, variable, labels)
 	}
 	c := &collector{
-		s:               s,
-		up:              desc("up", "1 while the run applies, 0 while it starts, stops, or after it ended"),
-		applied:         desc("applied_transactions_total", "Source transactions committed on the target by this run."),
-		appliedBytes:    desc("applied_bytes_total", "Bytes of the source transactions committed on the target by this run, as the source wrote them."),
-		filtered:        desc("filtered_transactions_total", "Source transactions passed without applying (replication filters)."),
-		targetTxns:      desc("target_transactions_total", "Target transactions committed (a batch applies several source transactions in one)."),
-		received:        desc("received_transactions_total", "Source transactions received into the relay log by this run."),
-		receivedBytes:   desc("received_bytes_total", "Bytes of the source transactions read from the relay log by this run."),
-		lag:             desc("lag_seconds", "Seconds since the source wrote the last applied transaction, while any received one is not applied; 0 when caught up."),
-		behind:          desc("behind_transactions", "Transactions received but not yet applied."),
-		relayBytes:      desc("relay_log_bytes", "Bytes of the relay log's segment files."),
-		queueTxns:       desc("queue_transactions", "Decoded transactions waiting for a worker."),
-		queueBytes:      desc("queue_bytes", "Bytes of decoded transactions not yet committed (bounded by --max-queued)."),
-		sourceConnected: desc("source_connected", "1 while the binlog dump from the source runs."),
-		targetWait:      desc("target_wait_seconds", "How long a worker held back by the target (a client's row lock, a backup's read lock) has been applying its job; 0 when none is."),
-		workerState:     desc("worker_state", "1 for the state each worker is in, 0 for the others.", "worker", "state"),
-		retries:         desc("retries_total", "Transactions (or batches) run again, by reason.", "reason"),
-		conflicts:       desc("conflicts_total", "Transactions that could not run beside the ones before them, by reason.", "reason"),
-		statementTables: desc("statement_tables_total", "Tables named by groups of statements, by how the policy took them: by the row keys the statements' text says, or whole.", "keys"),
-		watchdogKills:   desc("watchdog_kills_total", "Statements of later transactions the watchdog interrupted to free a lock an earlier one waited for."),
-		batchSize:       desc("batch_size_transactions", "Source transactions per target transaction."),
-		commitSeconds:   desc("commit_duration_seconds", "Seconds from a worker taking a job (one transaction or a batch) to its commit, waits for dependencies and for the commit turn included."),
+		s:                  s,
+		up:                 desc("up", "1 while the run applies, 0 while it starts, stops, or after it ended"),
+		applied:            desc("applied_transactions_total", "Source transactions committed on the target by this run."),
+		appliedBytes:       desc("applied_bytes_total", "Bytes of the source transactions committed on the target by this run, as the source wrote them."),
+		filtered:           desc("filtered_transactions_total", "Source transactions passed without applying (replication filters)."),
+		targetTxns:         desc("target_transactions_total", "Target transactions committed (a batch applies several source transactions in one)."),
+		received:           desc("received_transactions_total", "Source transactions received into the relay log by this run."),
+		receivedBytes:      desc("received_bytes_total", "Bytes of the source transactions read from the relay log by this run."),
+		lag:                desc("lag_seconds", "Seconds since the source wrote the last applied transaction, while any received one is not applied; 0 when caught up."),
+		behind:             desc("behind_transactions", "Transactions received but not yet applied."),
+		relayBytes:         desc("relay_log_bytes", "Bytes of the relay log's segment files."),
+		queueTxns:          desc("queue_transactions", "Decoded transactions waiting for a worker."),
+		queueBytes:         desc("queue_bytes", "Bytes of decoded transactions not yet committed (bounded by --max-queued)."),
+		sourceConnected:    desc("source_connected", "1 while the binlog dump from the source runs."),
+		targetNode:         desc("target_node", "1 for the node the workers write to, where the target URL names several (a Galera cluster).", "node"),
+		targetNodeSwitches: desc("target_node_switches_total", "Moves of the workers to another node of the target's list, where it names several."),
+		targetWait:         desc("target_wait_seconds", "How long a worker held back by the target (a client's row lock, a backup's read lock) has been applying its job; 0 when none is."),
+		workerState:        desc("worker_state", "1 for the state each worker is in, 0 for the others.", "worker", "state"),
+		retries:            desc("retries_total", "Transactions (or batches) run again, by reason.", "reason"),
+		conflicts:          desc("conflicts_total", "Transactions that could not run beside the ones before them, by reason.", "reason"),
+		statementTables:    desc("statement_tables_total", "Tables named by groups of statements, by how the policy took them: by the row keys the statements' text says, or whole.", "keys"),
+		watchdogKills:      desc("watchdog_kills_total", "Statements of later transactions the watchdog interrupted to free a lock an earlier one waited for."),
+		batchSize:          desc("batch_size_transactions", "Source transactions per target transaction."),
+		commitSeconds:      desc("commit_duration_seconds", "Seconds from a worker taking a job (one transaction or a batch) to its commit, waits for dependencies and for the commit turn included."),
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -117,6 +119,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		connected = 1
 	}
 	gauge(c.sourceConnected, connected)
+	if snap.TargetNode != "" {
+		gauge(c.targetNode, 1, snap.TargetNode)
+		counter(c.targetNodeSwitches, int64(snap.TargetSwitches))
+	}
 	waited := 0.0
 	if w := snap.TargetWait; w != nil {
 		waited = snap.At.Sub(w.Since).Seconds()

@@ -83,6 +83,10 @@ type Live struct {
 	QueuedTransactions   int     `json:"queued_transactions"`
 	QueuedBytes          int64   `json:"queued_bytes"`
 	SourceConnected      bool    `json:"source_connected"`
+	// TargetNode: the node written to, where the target URL names several
+	// (a Galera cluster); TargetNodeSwitches: the moves to another.
+	TargetNode         string `json:"target_node,omitempty"`
+	TargetNodeSwitches int    `json:"target_node_switches,omitempty"`
 	// TargetWait: what the target makes the workers wait for (a client's
 	// row lock, a backup's read lock), absent when it tells of nothing.
 	TargetWait *TargetWait `json:"target_wait,omitempty"`

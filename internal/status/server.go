@@ -334,6 +334,7 @@ func (s *Server) Stream(window time.Duration) Stream {
 	live.Applied, live.AppliedBytes, live.Filtered, live.TargetTransactions = snap.Applied, snap.AppliedBytes, snap.Filtered, snap.Batches
 	live.ReceivedTransactions, live.RelayLogBytes = snap.ReceivedTransactions, snap.RelayBytes
 	live.QueuedTransactions, live.QueuedBytes, live.SourceConnected = snap.QueuedTransactions, snap.QueuedBytes, snap.SourceConnected
+	live.TargetNode, live.TargetNodeSwitches = snap.TargetNode, snap.TargetSwitches
 	if w := snap.TargetWait; w != nil {
 		live.TargetWait = &TargetWait{Text: w.Text, Since: w.Since.UTC(), HolderConnection: w.Holder}
 	}
