@@ -351,6 +351,14 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 		return err
 	}
 
+	batchBytes := 0
+	if bytes, transactions, ok := target.BatchLimits(cluster); ok {
+		// A batch is one writeset of the cluster's: under its limits.
+		batchBytes = bytes
+		if transactions > 0 {
+			f.batch = min(f.batch, transactions)
+		}
+	}
 	cfg := apply.Config{
 		Stream: f.stream,
 		Receiver: binlog.ReceiverConfig{
@@ -363,6 +371,7 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 		Session:        target.Options{KeepGTID: keepGTID, WriteBinlog: writeBinlog, Server: tgtCfg},
 		Workers:        f.workers,
 		BatchMax:       f.batch,
+		BatchBytes:     batchBytes,
 		Filter:         rules,
 		MaxQueued:      f.maxQueued,
 		Policy:         f.policy,

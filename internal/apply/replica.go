@@ -64,7 +64,10 @@ type Config struct {
 	Workers  int
 	// BatchMax is how many consecutive transactions a worker may apply in
 	// one target transaction (1: no batching).
-	BatchMax    int
+	BatchMax int
+	// BatchBytes bounds the source bytes of one batch (0: batchBytes); a
+	// Galera target's writeset limit may ask for less (target.BatchLimits).
+	BatchBytes  int
 	Policy      string
 	CommitOrder CommitOrder
 	// Start is the position to start from when the target has none.
@@ -861,12 +864,15 @@ func (r *Replica) gather(txn *binlog.Transaction, txns <-chan *binlog.Transactio
 	if r.pending != nil {
 		panic("gather with a pending transaction")
 	}
-	size := txn.Size
+	size, limit := txn.Size, batchBytes
+	if r.cfg.BatchBytes > 0 {
+		limit = r.cfg.BatchBytes
+	}
 	// joins says whether a transaction may join the batch: one that can
 	// share its target transaction, or, after a group applied alone, the
 	// next such group (a run of them, applied one by one: job.alone).
 	joins := target.Joiner(txn)
-	for !txn.Filtered && r.cfg.BatchMax > 1 && len(batch) < r.cfg.BatchMax && size < batchBytes && joins != nil && !skip[txn.MariaDB] && !r.untilAfter(batch[len(batch)-1]) {
+	for !txn.Filtered && r.cfg.BatchMax > 1 && len(batch) < r.cfg.BatchMax && size < limit && joins != nil && !skip[txn.MariaDB] && !r.untilAfter(batch[len(batch)-1]) {
 		var next *binlog.Transaction
 		select {
 		case t, ok := <-txns:

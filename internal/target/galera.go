@@ -241,3 +241,38 @@ func queryPairs(db *sql.DB, query string) ([][]string, error) {
 	}
 	return out, rows.Err()
 }
+
+// clusterHint says what to do when a Galera node refuses a group for a
+// limit of its cluster: a writeset over wsrep_max_ws_rows or
+// wsrep_max_ws_size (the group alone: a batch of several stays under them,
+// BatchLimits), or an XA transaction, which Galera does not replicate.
+func clusterHint(err error) error {
+	code, msg, _ := serverErr(err)
+	switch {
+	case strings.Contains(msg, "wsrep_max_ws_rows exceeded"):
+		return &hinted{err, "this transaction changes more rows than the target cluster's wsrep_max_ws_rows lets one transaction: SET GLOBAL wsrep_max_ws_rows=0 (no bound, the default) on every node and run again; skipping it would lose it"}
+	case strings.Contains(msg, "Maximum writeset size exceeded"):
+		return &hinted{err, "this transaction is larger than the target cluster's wsrep_max_ws_size: raise it on every node (SET GLOBAL wsrep_max_ws_size=2147483647, the default) and run again; skipping it would lose it"}
+	case code == 1235 && strings.Contains(msg, "XA"):
+		return &hinted{err, "a Galera cluster does not replicate XA transactions: the source's XA transaction cannot be applied to it as one; apply this stream to a server outside the cluster, or skip the transaction knowing the target then lacks its changes"}
+	}
+	return err
+}
+
+// BatchLimits are the bytes and transactions of one batch a Galera node
+// takes in one writeset: under wsrep_max_ws_size, and one transaction per
+// batch when wsrep_max_ws_rows bounds the rows (their number is not known
+// before the rows are applied). ok is false on a lone server.
+func BatchLimits(node galera.Node) (bytes int, transactions int, ok bool) {
+	if !node.On {
+		return 0, 0, false
+	}
+	bytes = 4 << 20
+	if node.MaxWSSize > 0 && node.MaxWSSize/4 < int64(bytes) {
+		bytes = int(node.MaxWSSize / 4)
+	}
+	if node.MaxWSRows > 0 {
+		transactions = 1
+	}
+	return bytes, transactions, true
+}

@@ -55,3 +55,15 @@ func TestTemporaryDDL(t *testing.T) {
 		}
 	}
 }
+
+func TestBatchLimitsStayUnderTheWritesetLimits(t *testing.T) {
+	if _, _, ok := BatchLimits(galera.Node{}); ok {
+		t.Error("a lone server has batch limits")
+	}
+	if b, n, ok := BatchLimits(galera.Node{On: true, MaxWSSize: 2147483647}); !ok || b != 4<<20 || n != 0 {
+		t.Errorf("the cluster's defaults: %d bytes, %d transactions", b, n)
+	}
+	if b, n, _ := BatchLimits(galera.Node{On: true, MaxWSSize: 1 << 20, MaxWSRows: 1000}); b != 256<<10 || n != 1 {
+		t.Errorf("small limits: %d bytes, %d transactions", b, n)
+	}
+}

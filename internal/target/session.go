@@ -292,6 +292,7 @@ func (s *Session) explain(err error, txn *binlog.Transaction) error {
 	err = s.rowsDifferHint(err, txn)
 	err = outOfOrderHint(err, txn)
 	err = roomHint(err)
+	err = clusterHint(err)
 	if s.loads != nil {
 		err = localInfileHint(err)
 	}
