@@ -92,184 +92,268 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 // statements, queries under their session state. ended says whether the
 // group's own commit (XID or COMMIT) is in tail.
 func (s *Session) events(txn *binlog.Transaction, body []string, tail *[]string, begun bool, begin func()) ([]string, bool, error) {
-	rows := s.rowBatcher()
-	rows.whole = !txn.Has(binlog.FlagTransactional) && s.opts.KeepGTID && s.opts.WriteBinlog
-	var context []string // statements setting up the next query: INSERT_ID, RAND seeds, user variables
-	ended := false
-	apart, ddlRan, rowsBegun, statements := s.rowsApart(txn), false, false, 0
-	noSavepoints := savepointsLeftOut(txn)
-	flags2, _ := gtidFlags(txn)
-	xa := flags2&(gtidPreparedXA|gtidCompletedXA) != 0 // begun by XA START, which its GTID event stands for
+	g := s.newEventScript(txn, body, tail, begun, begin)
 	for _, ev := range txn.Events {
-		data := ev.Data
-		switch e := data.(type) {
-		case *replication.BeginLoadQueryEvent:
-			if err := s.addLoadBlock(e.FileID, e.BlockData, true); err != nil {
-				return nil, false, fmt.Errorf("%s: %w", txn, err)
-			}
-			continue
-		case *replication.ExecuteLoadQueryEvent:
-			q, err := s.loadQuery(ev, txn.Format)
-			if err != nil {
-				return nil, false, fmt.Errorf("%s: %w", txn, err)
-			}
-			data = q
-		}
-		switch e := data.(type) {
-		case *replication.TableMapEvent:
-			if apart && ddlRan && !rowsBegun {
-				rowsBegun = true
-				body = append(body, gtidStatements(txn.MariaDB)...)
-				body = append(body, beginStatement)
-			}
-			body = rows.addTableMap(body, ev.Raw)
-		case *replication.RowsEvent:
-			body = rows.addRows(body, ev.Raw, e.Flags&replication.RowsEventStmtEndFlag != 0)
-		case *SequenceValue:
-			body = rows.flush(body)
-			body = append(body, e.Statement())
-		case *replication.XIDEvent:
-			body = rows.flush(body)
-			*tail = append(*tail, "COMMIT")
-			ended = true
-		case *replication.IntVarEvent:
-			context = append(context, binlog.IntVar{Kind: byte(e.Type), Value: e.Value}.Statement())
-		case *replication.QueryEvent:
-			body = rows.flush(body)
-			text := withoutGTIDAssignments(queryStatement(e.Query))
-			s.noteTemporary(text)
-			switch {
-			case strings.EqualFold(text, "COMMIT"):
-				*tail = append(*tail, "COMMIT")
-				ended = true
-				continue
-			case strings.EqualFold(text, "ROLLBACK"):
-				*tail = append(*tail, "ROLLBACK")
-				ended = true
-				continue
-			case strings.EqualFold(text, "BEGIN"):
-				if !begun {
-					begin()
-					begun = true
-				}
-				continue
-			case noSavepoints && setsSavepoint(text):
-				continue
-			}
-			state, err := binlog.QuerySessionState(ev.Header, e)
-			if err != nil {
-				return nil, false, fmt.Errorf("%s: %w", txn, err)
-			}
-			if err := s.remakesLost(state.PseudoThreadID, string(e.Schema), text, state.SQLMode); err != nil {
-				return nil, false, fmt.Errorf("%s: %w", txn, err)
-			}
-			s.noteHeld(txn.MariaDB.Domain, txn.MariaDB.Server, state.PseudoThreadID, string(e.Schema), text, state.SQLMode)
-			// autocommit is left as the session has it: the source clears the
-			// bit inside transactions, and setting it would commit ours.
-			state.Flags2Mask = formatFlags2(txn.Format) &^ binlog.Flags2NotAutocommit
-			// USE first: it resets collation_database, which the state sets.
-			if db := string(e.Schema); db != "" && db != s.db && (ev.Header.Flags&replication.LOG_EVENT_SUPPRESS_USE_F == 0 || altersCurrentDatabase(text)) {
-				if !isASCII(db) {
-					// A database name is in UTF-8; the session may be
-					// reading statements in the source's last client
-					// character set (koi8r, cp1251, ...).
-					body = append(body, "SET @@session.character_set_client=utf8mb4")
-					if s.state != nil {
-						s.state.HasCharset = false
-					}
-				}
-				body = append(body, "USE "+quoteName(db))
-				s.db = db
-				if s.state != nil {
-					s.state.HasCollationDatabase = false
-				}
-			}
-			body = append(body, state.Statements(s.state)...)
-			s.state = &state
-			body = append(body, context...)
-			context = context[:0]
-			// A DDL the source logged with an error runs as it was: its
-			// error is expected (DROP VIEW v1, missing: 4092).
-			if statements++; statements == s.lastApart {
-				body = append(body, gtidStatements(txn.MariaDB)...)
-			}
-			text, roles := asInvoker(text, &state)
-			if txn.Has(binlog.FlagDDL) && e.ErrorCode == 0 {
-				text = disabledOnTarget(text, &state)
-			}
-			stmt := expecting(e.ErrorCode, sourceStatement(text, txn.Has(binlog.FlagDDL) && e.ErrorCode == 0))
-			if completesXA(txn) {
-				// A branch that changed nothing on the target was not kept
-				// as it was prepared: ending it answers XA_RBROLLBACK,
-				// and there is nothing to end. (A branch with changes, once
-				// prepared, ends only by this statement.)
-				stmt = tolerating(errXARollback, stmt)
-			}
-			switch {
-			case begun && statements == 1 && !xa && statementCount(txn) > 1:
-				body = append(body, transactionalTemporary(text, stmt)...)
-			case !begun && e.ErrorCode == 0 && s.opts.KeepGTID && s.opts.WriteBinlog:
-				body = append(body, temporaryDropInParts(text, stmt, state.SQLMode)...)
-			default:
-				body = append(body, stmt)
-			}
-			if len(roles) > 0 && e.ErrorCode == 0 {
-				admin, err := s.adminOf(roles)
-				if err != nil {
-					return nil, false, fmt.Errorf("%s: %w", txn, err)
-				}
-				body = append(body, admin...)
-			}
-			body = append(body, s.grantorOf(text, &state)...)
-			if e.ErrorCode == 0 {
-				body = append(body, s.routineGrant(text, string(e.Schema), &state)...)
-			}
-			ddlRan = txn.Has(binlog.FlagDDL)
-		case *replication.GenericEvent:
-			switch ev.Header.EventType {
-			case replication.RAND_EVENT:
-				seeds, err := binlog.DecodeRand(e.Data)
-				if err != nil {
-					return nil, false, fmt.Errorf("%s: %w", txn, err)
-				}
-				context = append(context, seeds.Statement())
-			case replication.USER_VAR_EVENT:
-				v, err := binlog.DecodeUserVar(e.Data)
-				if err != nil {
-					return nil, false, fmt.Errorf("%s: %w", txn, err)
-				}
-				context = append(context, v.Statement())
-			case replication.APPEND_BLOCK_EVENT:
-				fileID, block, err := appendBlock(ev, txn.Format)
-				if err == nil {
-					err = s.addLoadBlock(fileID, block, false)
-				}
-				if err != nil {
-					return nil, false, fmt.Errorf("%s: %w", txn, err)
-				}
-			case replication.DELETE_FILE_EVENT:
-				// A LOAD DATA that failed on the source after its file was
-				// sent: the file is dropped, and nothing runs.
-				fileID, err := deletedFile(ev, txn.Format)
-				if err != nil {
-					return nil, false, fmt.Errorf("%s: %w", txn, err)
-				}
-				delete(s.loads, loadFileName(fileID))
-			case replication.XA_PREPARE_LOG_EVENT:
-				// the XA PREPARE that xaPrepareScript adds
-			default:
-				return nil, false, unsupportedEvent(ev)
-			}
-		case *replication.MariadbAnnotateRowsEvent, *replication.RowsQueryEvent:
-			// informational: the statement text behind the row events that follow
-		default:
-			if ev.Header.EventType == replication.XA_PREPARE_LOG_EVENT {
-				continue
-			}
-			return nil, false, unsupportedEvent(ev)
+		if err := g.add(ev); err != nil {
+			return nil, false, err
 		}
 	}
-	return rows.flush(body), ended, nil
+	return g.rows.flush(g.body), g.ended, nil
+}
+
+// eventScript is the script of one group's events while events makes it.
+type eventScript struct {
+	s     *Session
+	txn   *binlog.Transaction
+	body  []string
+	tail  *[]string // the group's own commit goes here
+	rows  rowBatcher
+	begun bool   // the target transaction the group's BEGIN stands for is open
+	begin func() // opens it (script's begin)
+	// ended: the group's own commit (XID, COMMIT or ROLLBACK) is in tail.
+	ended bool
+	// context are the statements setting up the next query: INSERT_ID,
+	// RAND seeds, user variables.
+	context []string
+	// apart: a DDL with rows after it, applied in parts (rowsApart);
+	// ddlRan says its DDL is in body, rowsBegun that the rows' own
+	// transaction, under the source's GTID, is.
+	apart, ddlRan, rowsBegun bool
+	// statements counts the queries added so far (Session.lastApart).
+	statements   int
+	noSavepoints bool // savepointsLeftOut
+	// xa: the group was begun by XA START, which its GTID event stands for.
+	xa bool
+}
+
+func (s *Session) newEventScript(txn *binlog.Transaction, body []string, tail *[]string, begun bool, begin func()) *eventScript {
+	rows := s.rowBatcher()
+	rows.whole = !txn.Has(binlog.FlagTransactional) && s.opts.KeepGTID && s.opts.WriteBinlog
+	flags2, _ := gtidFlags(txn)
+	return &eventScript{
+		s: s, txn: txn, body: body, tail: tail, rows: rows, begun: begun, begin: begin,
+		apart:        s.rowsApart(txn),
+		noSavepoints: savepointsLeftOut(txn),
+		xa:           flags2&(gtidPreparedXA|gtidCompletedXA) != 0,
+	}
+}
+
+// failed names the group in an error met making its script.
+func (g *eventScript) failed(err error) error {
+	return fmt.Errorf("%s: %w", g.txn, err)
+}
+
+// add adds the statements of one event.
+func (g *eventScript) add(ev binlog.Event) error {
+	data := ev.Data
+	switch e := data.(type) {
+	case *replication.BeginLoadQueryEvent:
+		if err := g.s.addLoadBlock(e.FileID, e.BlockData, true); err != nil {
+			return g.failed(err)
+		}
+		return nil
+	case *replication.ExecuteLoadQueryEvent:
+		q, err := g.s.loadQuery(ev, g.txn.Format)
+		if err != nil {
+			return g.failed(err)
+		}
+		data = q
+	}
+	switch e := data.(type) {
+	case *replication.TableMapEvent:
+		if g.apart && g.ddlRan && !g.rowsBegun {
+			g.rowsBegun = true
+			g.body = append(g.body, gtidStatements(g.txn.MariaDB)...)
+			g.body = append(g.body, beginStatement)
+		}
+		g.body = g.rows.addTableMap(g.body, ev.Raw)
+	case *replication.RowsEvent:
+		g.body = g.rows.addRows(g.body, ev.Raw, e.Flags&replication.RowsEventStmtEndFlag != 0)
+	case *SequenceValue:
+		g.body = g.rows.flush(g.body)
+		g.body = append(g.body, e.Statement())
+	case *replication.XIDEvent:
+		g.body = g.rows.flush(g.body)
+		*g.tail = append(*g.tail, "COMMIT")
+		g.ended = true
+	case *replication.IntVarEvent:
+		g.context = append(g.context, binlog.IntVar{Kind: byte(e.Type), Value: e.Value}.Statement())
+	case *replication.QueryEvent:
+		return g.query(ev, e)
+	case *replication.GenericEvent:
+		return g.generic(ev, e)
+	case *replication.MariadbAnnotateRowsEvent, *replication.RowsQueryEvent:
+		// informational: the statement text behind the row events that follow
+	default:
+		if ev.Header.EventType == replication.XA_PREPARE_LOG_EVENT {
+			return nil
+		}
+		return unsupportedEvent(ev)
+	}
+	return nil
+}
+
+// generic adds an event the binlog library leaves undecoded: RAND seeds and
+// user variables for the next query, and LOAD DATA's blocks.
+func (g *eventScript) generic(ev binlog.Event, e *replication.GenericEvent) error {
+	switch ev.Header.EventType {
+	case replication.RAND_EVENT:
+		seeds, err := binlog.DecodeRand(e.Data)
+		if err != nil {
+			return g.failed(err)
+		}
+		g.context = append(g.context, seeds.Statement())
+	case replication.USER_VAR_EVENT:
+		v, err := binlog.DecodeUserVar(e.Data)
+		if err != nil {
+			return g.failed(err)
+		}
+		g.context = append(g.context, v.Statement())
+	case replication.APPEND_BLOCK_EVENT:
+		fileID, block, err := appendBlock(ev, g.txn.Format)
+		if err == nil {
+			err = g.s.addLoadBlock(fileID, block, false)
+		}
+		if err != nil {
+			return g.failed(err)
+		}
+	case replication.DELETE_FILE_EVENT:
+		// A LOAD DATA that failed on the source after its file was
+		// sent: the file is dropped, and nothing runs.
+		fileID, err := deletedFile(ev, g.txn.Format)
+		if err != nil {
+			return g.failed(err)
+		}
+		delete(g.s.loads, loadFileName(fileID))
+	case replication.XA_PREPARE_LOG_EVENT:
+		// the XA PREPARE that xaPrepareScript adds
+	default:
+		return unsupportedEvent(ev)
+	}
+	return nil
+}
+
+// query adds a statement of the source under the session state it ran in.
+func (g *eventScript) query(ev binlog.Event, e *replication.QueryEvent) error {
+	s, txn := g.s, g.txn
+	g.body = g.rows.flush(g.body)
+	text := withoutGTIDAssignments(queryStatement(e.Query))
+	s.noteTemporary(text)
+	if g.control(text) {
+		return nil
+	}
+	state, err := binlog.QuerySessionState(ev.Header, e)
+	if err != nil {
+		return g.failed(err)
+	}
+	if err := s.remakesLost(state.PseudoThreadID, string(e.Schema), text, state.SQLMode); err != nil {
+		return g.failed(err)
+	}
+	s.noteHeld(txn.MariaDB.Domain, txn.MariaDB.Server, state.PseudoThreadID, string(e.Schema), text, state.SQLMode)
+	// autocommit is left as the session has it: the source clears the
+	// bit inside transactions, and setting it would commit ours.
+	state.Flags2Mask = formatFlags2(txn.Format) &^ binlog.Flags2NotAutocommit
+	g.use(ev, e, text)
+	g.body = append(g.body, state.Statements(s.state)...)
+	s.state = &state
+	g.body = append(g.body, g.context...)
+	g.context = g.context[:0]
+	// A DDL the source logged with an error runs as it was: its
+	// error is expected (DROP VIEW v1, missing: 4092).
+	if g.statements++; g.statements == s.lastApart {
+		g.body = append(g.body, gtidStatements(txn.MariaDB)...)
+	}
+	text, roles := asInvoker(text, &state)
+	if txn.Has(binlog.FlagDDL) && e.ErrorCode == 0 {
+		text = disabledOnTarget(text, &state)
+	}
+	stmt := expecting(e.ErrorCode, sourceStatement(text, txn.Has(binlog.FlagDDL) && e.ErrorCode == 0))
+	if completesXA(txn) {
+		// A branch that changed nothing on the target was not kept
+		// as it was prepared: ending it answers XA_RBROLLBACK,
+		// and there is nothing to end. (A branch with changes, once
+		// prepared, ends only by this statement.)
+		stmt = tolerating(errXARollback, stmt)
+	}
+	switch {
+	case g.begun && g.statements == 1 && !g.xa && statementCount(txn) > 1:
+		g.body = append(g.body, transactionalTemporary(text, stmt)...)
+	case !g.begun && e.ErrorCode == 0 && s.opts.KeepGTID && s.opts.WriteBinlog:
+		g.body = append(g.body, temporaryDropInParts(text, stmt, state.SQLMode)...)
+	default:
+		g.body = append(g.body, stmt)
+	}
+	if err := g.accounts(text, roles, e, &state); err != nil {
+		return g.failed(err)
+	}
+	g.ddlRan = txn.Has(binlog.FlagDDL)
+	return nil
+}
+
+// control handles the statements that begin or end the group's
+// transaction, and savepoints left out (savepointsLeftOut): it reports
+// whether text was one of them.
+func (g *eventScript) control(text string) bool {
+	switch {
+	case strings.EqualFold(text, "COMMIT"):
+		*g.tail = append(*g.tail, "COMMIT")
+		g.ended = true
+	case strings.EqualFold(text, "ROLLBACK"):
+		*g.tail = append(*g.tail, "ROLLBACK")
+		g.ended = true
+	case strings.EqualFold(text, "BEGIN"):
+		if !g.begun {
+			g.begin()
+			g.begun = true
+		}
+	case g.noSavepoints && setsSavepoint(text):
+	default:
+		return false
+	}
+	return true
+}
+
+// use makes the query's database the session's default one, first: USE
+// resets collation_database, which the query's state sets.
+func (g *eventScript) use(ev binlog.Event, e *replication.QueryEvent, text string) {
+	s := g.s
+	db := string(e.Schema)
+	if db == "" || db == s.db || (ev.Header.Flags&replication.LOG_EVENT_SUPPRESS_USE_F != 0 && !altersCurrentDatabase(text)) {
+		return
+	}
+	if !isASCII(db) {
+		// A database name is in UTF-8; the session may be
+		// reading statements in the source's last client
+		// character set (koi8r, cp1251, ...).
+		g.body = append(g.body, "SET @@session.character_set_client=utf8mb4")
+		if s.state != nil {
+			s.state.HasCharset = false
+		}
+	}
+	g.body = append(g.body, "USE "+quoteName(db))
+	s.db = db
+	if s.state != nil {
+		s.state.HasCollationDatabase = false
+	}
+}
+
+// accounts adds, after an account statement that succeeded on the source,
+// what makes its effect on the target the source's (invoker.go): the
+// admin of the roles it made, its grantor, a routine's grant.
+func (g *eventScript) accounts(text string, roles []string, e *replication.QueryEvent, state *binlog.SessionState) error {
+	s := g.s
+	if len(roles) > 0 && e.ErrorCode == 0 {
+		admin, err := s.adminOf(roles)
+		if err != nil {
+			return err
+		}
+		g.body = append(g.body, admin...)
+	}
+	g.body = append(g.body, s.grantorOf(text, state)...)
+	if e.ErrorCode == 0 {
+		g.body = append(g.body, s.routineGrant(text, string(e.Schema), state)...)
+	}
+	return nil
 }
 
 // unsupportedEvent is the error for an event gapless cannot apply.
