@@ -67,46 +67,27 @@ func (s *Session) Continue(ctx context.Context, commit bool) error {
 	return nil
 }
 
+// execute runs a job's script: up to its commit, or, with commit, through
+// it. Its steps: the connection the job runs on, its script, where the
+// position and the commit go, the round trips, then what an XA PREPARE
+// leaves to do.
 func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint string, commit bool) error {
-	first := txns[0]
+	first, last := txns[0], txns[len(txns)-1]
 	s.loads = nil
-	if err := s.sourceStarted(first); err != nil {
-		return newApplyError(first, err)
-	}
-	resumed, err := s.unpark(txns)
+	resumed, err := s.toConnection(txns)
 	if err != nil {
 		return newApplyError(first, err)
 	}
-	if !resumed {
-		// (A resumed branch ends on its own connection, where it is.)
-		if err := s.toDomain(txns); err != nil {
-			return newApplyError(first, err)
-		}
-	}
-	// The server reads row events by the format description it was given
-	// last; a new one goes first, in the same round trip.
-	var format []string
-	if !bytes.Equal(s.format, first.Format.Raw) {
-		if len(first.Format.Raw) == 0 {
-			return fmt.Errorf("%s has no format description event before it", first)
-		}
-		s.format = nil
-		format = []string{binlogStatement([][]byte{first.Format.Raw})}
-	}
-	var body, tail []string
-	if len(txns) == 1 {
-		body, tail, err = s.script(first, checkpoint)
-	} else if p := s.takePrepared(txns, ahead); p != nil {
-		body, tail = p.body, p.tail
-		body[p.checkpointAt] = checkpoint
-	} else {
-		body, tail, err = s.batchScript(txns, ahead, checkpoint)
-	}
+	format, err := s.formatFirst(first)
 	if err != nil {
-		return newApplyError(txns[len(txns)-1], err)
+		return err
+	}
+	body, tail, err := s.jobScript(txns, ahead, checkpoint)
+	if err != nil {
+		return newApplyError(last, err)
 	}
 	if reopened, err := s.makeRoom(body, tail); err != nil {
-		return newApplyError(txns[len(txns)-1], err)
+		return newApplyError(last, err)
 	} else if reopened {
 		// A new connection knows nothing of the old one's state: build again.
 		return s.execute(txns, ahead, checkpoint, commit)
@@ -115,9 +96,9 @@ func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint s
 	if ahead != nil {
 		at := slices.Index(script, aheadMark)
 		if at < 0 {
-			return newApplyError(txns[len(txns)-1], errors.New("a gapless bug: a batch begun ahead has no place to stop"))
+			return newApplyError(last, errors.New("a gapless bug: a batch begun ahead has no place to stop"))
 		}
-		s.rest, s.restTxn = slices.Clone(script[at+1:]), txns[len(txns)-1]
+		s.rest, s.restTxn = slices.Clone(script[at+1:]), last
 		script, commit = script[:at], false
 	}
 	if resumed {
@@ -126,18 +107,89 @@ func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint s
 	xaPrepare := len(txns) == 1 && shapeOf(first) == shapeXAPrepare
 	park := xaPrepare && s.temporary
 	s.unsettled = nil
+	if tail, err = s.placePosition(txns, tail, checkpoint); err != nil {
+		return newApplyError(first, err)
+	}
+	script = s.placeTail(script, tail, first, commit, xaPrepare, park)
+	if err := s.run(script); err != nil {
+		return s.failed(err, txns, ahead, checkpoint, commit, script, format != nil, xaPrepare)
+	}
+	s.format = first.Format.Raw
+	if xaPrepare {
+		if err := s.afterXAPrepare(first, park); err != nil {
+			return err
+		}
+	}
+	if commit && s.tail != nil {
+		return s.Commit(context.Background(), first)
+	}
+	if commit {
+		s.committed(first)
+	}
+	return nil
+}
+
+// toConnection puts the session on the connection txns run on: the one of
+// an XA branch they end, parked there (resumed), or that of their GTID
+// domain (temporary.go).
+func (s *Session) toConnection(txns []*binlog.Transaction) (resumed bool, err error) {
+	if err := s.sourceStarted(txns[0]); err != nil {
+		return false, err
+	}
+	if resumed, err = s.unpark(txns); err != nil || resumed {
+		// (A resumed branch ends on its own connection, where it is.)
+		return resumed, err
+	}
+	return false, s.toDomain(txns)
+}
+
+// formatFirst is the BINLOG statement of first's format description when
+// the server holds another: it reads row events by the format description
+// it was given last, so a new one goes first, in the same round trip.
+func (s *Session) formatFirst(first *binlog.Transaction) ([]string, error) {
+	if bytes.Equal(s.format, first.Format.Raw) {
+		return nil, nil
+	}
+	if len(first.Format.Raw) == 0 {
+		return nil, fmt.Errorf("%s has no format description event before it", first)
+	}
+	s.format = nil
+	return []string{binlogStatement([][]byte{first.Format.Raw})}, nil
+}
+
+// jobScript is the script of a job: of its one group, or of its batch,
+// made while it waited (prepare.go) or now.
+func (s *Session) jobScript(txns []*binlog.Transaction, ahead []bool, checkpoint string) (body, tail []string, err error) {
+	if len(txns) == 1 {
+		return s.script(txns[0], checkpoint)
+	}
+	if p := s.takePrepared(txns, ahead); p != nil {
+		p.body[p.checkpointAt] = checkpoint
+		return p.body, p.tail, nil
+	}
+	return s.batchScript(txns, ahead, checkpoint)
+}
+
+// placePosition makes the position statement in tail wait (deferred.go) or
+// guarded (guardPosition) for a group the target binlogs as it executes.
+func (s *Session) placePosition(txns []*binlog.Transaction, tail []string, checkpoint string) ([]string, error) {
+	first := txns[0]
 	switch {
 	case s.defersPosition(txns):
-		if tail, err = s.deferPosition(tail, checkpoint, first); err != nil {
-			return newApplyError(first, err)
-		}
+		return s.deferPosition(tail, checkpoint, first)
 	case len(txns) == 1 && s.GuardsPosition(first):
 		// A group the target binlogs as it executes must be one GTID
 		// group there: its position is written only if so.
-		if tail, err = guardPosition(tail, checkpoint, first.MariaDB); err != nil {
-			return newApplyError(first, err)
-		}
+		return guardPosition(tail, checkpoint, first.MariaDB)
 	}
+	return tail, nil
+}
+
+// placeTail puts tail, the statements that commit the job, at the end of
+// script when the job commits now, or keeps it for Commit; and, where the
+// session holds the source's temporary tables, ends the script or the tail
+// outside the binlog (temporary.go).
+func (s *Session) placeTail(script, tail []string, first *binlog.Transaction, commit, xaPrepare, park bool) []string {
 	switch {
 	case xaPrepare:
 		// The prepared XA transaction holds this connection until it ends:
@@ -160,53 +212,30 @@ func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint s
 			s.tail = append(s.tail, restOutsideBinlog)
 		}
 	}
-	if err := s.run(script); err != nil {
-		if xaPrepare {
-			s.endUnprepared(first, script)
-		}
-		s.Rollback(context.Background())
-		if errors.Is(err, errDomainPinned) && !s.whole {
-			// The group's first part was to go to gapless's own domain,
-			// which a session holding temporary tables may not switch to;
-			// nothing of it ran. It runs whole instead (statementsApart).
-			s.whole = true
-			defer func() { s.whole = false }()
-			return s.execute(txns, ahead, checkpoint, commit)
-		}
-		if format != nil {
-			err = privilegeHint(err)
-		}
-		return newApplyError(txns[len(txns)-1], s.explain(err, txns[len(txns)-1]))
+	return script
+}
+
+// failed ends a job whose script failed: it rolls back, and runs the job
+// again whole when its first part could not go to gapless's own domain;
+// otherwise it returns the error, with what the user can do about it.
+func (s *Session) failed(err error, txns []*binlog.Transaction, ahead []bool, checkpoint string, commit bool, script []string, formatSent, xaPrepare bool) error {
+	last := txns[len(txns)-1]
+	if xaPrepare {
+		s.endUnprepared(txns[0], script)
 	}
-	s.format = first.Format.Raw
-	if park {
-		// The branch keeps its connection, and the temporary tables there,
-		// until the group that ends it (temporary.go).
-		if err := s.park(first); err != nil {
-			return newApplyError(first, err)
-		}
-	} else if xaPrepare {
-		prepared := s.conn.connectionID()
-		if err := s.reopen(); err != nil {
-			return newApplyError(first, err)
-		}
-		if err := s.awaitEnded(prepared); err != nil {
-			return newApplyError(first, err)
-		}
+	s.Rollback(context.Background())
+	if errors.Is(err, errDomainPinned) && !s.whole {
+		// The group's first part was to go to gapless's own domain,
+		// which a session holding temporary tables may not switch to;
+		// nothing of it ran. It runs whole instead (statementsApart).
+		s.whole = true
+		defer func() { s.whole = false }()
+		return s.execute(txns, ahead, checkpoint, commit)
 	}
-	if xaPrepare && s.opts.KeepGTID && s.opts.WriteBinlog {
-		if err := s.checkOneGroup(first); err != nil {
-			s.Rollback(context.Background())
-			return newApplyError(first, err)
-		}
+	if formatSent {
+		err = privilegeHint(err)
 	}
-	if commit && s.tail != nil {
-		return s.Commit(context.Background(), first)
-	}
-	if commit {
-		s.committed(first)
-	}
-	return nil
+	return newApplyError(last, s.explain(err, last))
 }
 
 // Commit ends the transaction Execute left open.

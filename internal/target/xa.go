@@ -8,6 +8,7 @@
 package target
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -201,4 +202,32 @@ func xaEnding(txn *binlog.Transaction) (xid, string) {
 		}
 	}
 	return xid{}, ""
+}
+
+// afterXAPrepare gives up the connection that prepared first's XA branch,
+// so that any session may end it, or parks the branch there (park), and
+// checks that the target binlogged it as one GTID group.
+func (s *Session) afterXAPrepare(first *binlog.Transaction, park bool) error {
+	if park {
+		// The branch keeps its connection, and the temporary tables there,
+		// until the group that ends it (temporary.go).
+		if err := s.park(first); err != nil {
+			return newApplyError(first, err)
+		}
+	} else {
+		prepared := s.conn.connectionID()
+		if err := s.reopen(); err != nil {
+			return newApplyError(first, err)
+		}
+		if err := s.awaitEnded(prepared); err != nil {
+			return newApplyError(first, err)
+		}
+	}
+	if s.opts.KeepGTID && s.opts.WriteBinlog {
+		if err := s.checkOneGroup(first); err != nil {
+			s.Rollback(context.Background())
+			return newApplyError(first, err)
+		}
+	}
+	return nil
 }
