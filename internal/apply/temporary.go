@@ -5,6 +5,8 @@ package apply
 
 import (
 	"strings"
+
+	"gapless/internal/binlog"
 )
 
 // noteLost tells the statement session of temporary tables the target
@@ -39,4 +41,19 @@ func (w *worker) keepTemporary() {
 	if len(lost) > 0 {
 		w.log.Warn("temporary tables the source's sessions hold end with this run: a statement of the source that reads one will stop the next run (1146); stop gapless when the source's sessions hold none", "tables", strings.Join(lost, "; "))
 	}
+}
+
+// setLost makes held the temporary tables source sessions hold that the
+// target lost.
+func (r *Replica) setLost(held []binlog.HeldTemporary) {
+	r.lostMu.Lock()
+	r.lost = held
+	r.lostMu.Unlock()
+	r.lostN.Add(1)
+}
+
+func (r *Replica) lostTemporary() []binlog.HeldTemporary {
+	r.lostMu.Lock()
+	defer r.lostMu.Unlock()
+	return r.lost
 }
