@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -137,9 +136,6 @@ type Replica struct {
 	cfg   Config
 	log   *slog.Logger
 	store *checkpoint.Store
-	// engines says which target tables are not transactional (the
-	// coordinator's alone; see target.Engines).
-	engines *target.Engines
 	// domainsApplied are the GTID domains this run has committed a
 	// transaction of (see target.Session.AppliedAlone).
 	domainsApplied sync.Map
@@ -205,8 +201,6 @@ type Replica struct {
 	ahead      []gtid.MariaDBGTID
 	lastSource time.Time
 	receiver   *binlog.Receiver
-
-	pending *binlog.Transaction // taken from the decoder but not yet dispatched (coordinator only)
 
 	// ownSeen names the first group of the target's own in the log (ownGroup).
 	ownSeen sync.Once
@@ -376,7 +370,9 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 	}
 }
 
-// session runs receiver, decoder, coordinator and workers until the run ends.
+// session runs receiver, decoder, coordinator and workers until the run
+// ends: it wires the stages together, and the coordinator's loop is the
+// session's life.
 func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, error) {
 	applied, err := r.store.Applied(ctx)
 	if err != nil {
@@ -390,9 +386,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 			return Result{}, err
 		}
 	}
-	catalog := target.NewCatalog(r.cfg.Target)
-	r.engines = target.NewEngines(r.cfg.Target, r.cfg.Session.KeepGTID && r.cfg.Session.WriteBinlog)
-	policy, err := schedule.New(r.cfg.Policy, catalog)
+	policy, err := r.newPolicy()
 	if err != nil {
 		return Result{}, err
 	}
@@ -400,14 +394,62 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	if ws != nil {
 		ws.Warn = func(msg string) { r.log.Warn(msg) }
 	}
-	var rowKeyTables, wholeTables uint64 // what ws said last
-
 	pipeCtx, cancelPipe := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelPipe()
 	skip := make(map[gtid.MariaDBGTID]bool, len(r.cfg.Skip))
 	for _, g := range r.cfg.Skip {
 		skip[g] = true
 	}
+	recvErr := r.startReceiver(pipeCtx, relay, skip)
+	dec := r.newDecodeStage(relay, applied, skip)
+	r.observeSession(relay, dec.out, dec.budget)
+	// The decoder is closed once its goroutine has ended, never under it:
+	// closing the relay reader amid its Next ends in a nil file (found by
+	// the conformance short list's stopped variant: a panic as a stop
+	// returned while the goroutine still read).
+	defer func() {
+		cancelPipe()
+		dec.close()
+	}()
+	go dec.run(pipeCtx)
+
+	r.clog = newCommitLog()
+	r.mu.Lock()
+	r.positionGI = 0
+	r.mu.Unlock()
+	workers, done, stopWorkers := r.startWorkers(ctx)
+	defer stopWorkers()
+	stopWatchdog := r.watchdog()
+	defer stopWatchdog()
+	stopProbe := r.probeTargetWaits()
+	defer stopProbe()
+
+	c := &coordinator{
+		r: r, policy: policy, ws: ws, relay: relay, budget: dec.budget, skip: skip,
+		engines:    target.NewEngines(r.cfg.Target, r.cfg.Session.KeepGTID && r.cfg.Session.WriteBinlog),
+		queue:      dec.out,
+		decErr:     dec.err,
+		recvErr:    recvErr,
+		received:   recvErr,
+		cancelPipe: cancelPipe,
+		workers:    workers,
+		idle:       slices.Clone(workers),
+		done:       done,
+		inflight:   map[int64]*job{},
+		committed:  map[int64]*binlog.Transaction{},
+		stopped:    ctx.Done(),
+	}
+	return c.loop()
+}
+
+// newPolicy makes the run's dependency policy, over the target's catalog.
+func (r *Replica) newPolicy() (schedule.Policy, error) {
+	return schedule.New(r.cfg.Policy, target.NewCatalog(r.cfg.Target))
+}
+
+// startReceiver starts the receiver, which fetches the source's binlog into
+// the relay log until ctx ends; its end comes on the channel returned.
+func (r *Replica) startReceiver(ctx context.Context, relay *binlog.RelayLog, skip map[gtid.MariaDBGTID]bool) <-chan error {
 	recvCfg := r.cfg.Receiver
 	recvCfg.Skip = func(g gtid.MariaDBGTID) bool { return skip[g] }
 	receiver := binlog.NewReceiver(recvCfg, relay)
@@ -416,392 +458,30 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	r.mu.Unlock()
 	r.clock.Store(receiver)
 	recvErr := make(chan error, 1)
-	go func() { recvErr <- receiver.Run(pipeCtx) }()
-	// Groups past a gap that a run before applied come out of the decoder
-	// and pass like filtered ones (marked AppliedAhead below), so that the
-	// position, and --until, pass them.
-	decoder := binlog.NewDecoder(relay, applied.Position)
-	r.mu.Lock()
-	r.ahead = slices.Collect(maps.Keys(applied.Extra))
-	r.mu.Unlock()
-	// A group the decoder cannot turn into a transaction passes as one
-	// with nothing to apply when --skip-gtid names it.
-	decoder.Skip = func(g gtid.MariaDBGTID) bool { return skip[g] }
-	held := make([]binlog.HeldTemporary, len(r.kept))
-	for i, k := range r.kept {
-		held[i] = binlog.HeldTemporary{Thread: k.Thread, Schema: k.DB, Table: k.Name}
-	}
-	decoder.HoldTemporary(held)
-	if r.cfg.MaxQueued <= 0 {
-		r.cfg.MaxQueued = 64 << 20
-	}
-	budget := newByteBudget(r.cfg.MaxQueued)
-	txns := make(chan *binlog.Transaction, queueDepth(r.cfg.BatchMax))
-	r.observeSession(relay, txns, budget)
-	decErr := make(chan error, 1)
-	decoded := make(chan struct{})
-	// The decoder is closed once its goroutine has ended, never under it:
-	// closing the relay reader amid its Next ends in a nil file (found by
-	// the conformance short list's stopped variant: a panic as a stop
-	// returned while the goroutine still read).
-	defer func() {
-		cancelPipe()
-		<-decoded
-		decoder.Close()
-	}()
-	go func() {
-		defer close(decoded)
-		defer close(txns)
-		for {
-			if err := budget.room(pipeCtx); err != nil {
-				decErr <- err
-				return
-			}
-			txn, err := decoder.Next(pipeCtx)
-			if err != nil {
-				decErr <- err
-				return
-			}
-			if !r.endedBefore {
-				// The run before was killed: the temporary tables the
-				// source's sessions held then are lost on the target.
-				r.endedBefore = true
-				held, ok := decoder.HeldAtStart()
-				switch {
-				case !ok:
-					r.log.Warn("the run before ended without keeping the source's temporary tables (killed?), and which ones the source's sessions held cannot be told from the relay log; a statement that makes one again with IF NOT EXISTS would leave the target short of its rows")
-				case len(held) > 0:
-					r.setLost(held)
-				}
-			}
-			r.obs.decodedBytes.Add(int64(txn.Size))
-			if err := budget.take(pipeCtx, int64(txn.Size)); err != nil {
-				decErr <- err
-				return
-			}
-			if applied.Extra[txn.MariaDB] {
-				txn.Events, txn.Filtered, txn.AppliedAhead = nil, true, true
-			} else if own, err := r.ownGroup(txn); err != nil {
-				decErr <- err
-				return
-			} else if own {
-				txn.Events, txn.Filtered = nil, true
-			} else if kept, ok := r.cfg.Filter.Apply(txn); !ok {
-				txn.Filtered = true
-			} else {
-				txn = kept
-				r.warnUnsafe(txn)
-			}
-			select {
-			case txns <- txn:
-			case <-pipeCtx.Done():
-				decErr <- pipeCtx.Err()
-				return
-			}
-		}
-	}()
+	go func() { recvErr <- receiver.Run(ctx) }()
+	return recvErr
+}
 
-	r.clog = newCommitLog()
-	r.mu.Lock()
-	r.positionGI = 0
-	r.mu.Unlock()
+// startWorkers starts cfg.Workers workers, each waiting for jobs, and
+// returns them, the channel of their results, and the func that ends them
+// once their jobs are done.
+func (r *Replica) startWorkers(ctx context.Context) ([]*worker, chan result, func()) {
 	done := make(chan result, r.cfg.Workers)
 	workers := make([]*worker, r.cfg.Workers)
 	var wg sync.WaitGroup
-	idle := make([]*worker, 0, r.cfg.Workers)
 	for i := range workers {
 		w := newWorker(r, i)
 		workers[i] = w
-		idle = append(idle, w)
 		wg.Add(1)
 		go func() { defer wg.Done(); w.loop(ctx, done) }()
 	}
 	r.mu.Lock()
 	r.workers = workers
 	r.mu.Unlock()
-	defer func() {
+	return workers, done, func() {
 		for _, w := range workers {
 			close(w.jobs)
 		}
 		wg.Wait()
-	}()
-	stopWatchdog := r.watchdog()
-	defer stopWatchdog()
-	stopProbe := r.probeTargetWaits()
-	defer stopProbe()
-
-	var (
-		gi        int64
-		inflight  = map[int64]*job{}
-		committed = map[int64]*binlog.Transaction{}
-		barrier   int64 // a DDL in flight: admit nothing until it commits
-		stopping  bool
-		reason    string
-		runErr    error
-		stopped   = ctx.Done()
-		grace     <-chan time.Time // a stop's grace for the batches in flight
-		// parked: the statement session keeps an XA branch prepared on the
-		// connection that holds the source's temporary tables; a stop then
-		// waits, up to parkedStopWait, for the group that ends it (see
-		// stop.go). finishing is that wait.
-		parked    bool
-		finishing <-chan time.Time
-		// onStatementSession is the job the statement session's worker
-		// holds, nil while it is idle.
-		onStatementSession *job
-	)
-	stopNow := func() {
-		stopping, reason = true, "stopped"
-		r.clog.drop(r.highestStarted())
-		grace = time.After(stopGrace)
 	}
-	received := recvErr // nil once the receiver has ended
-	// drainErr is the receiver's end that waits for what it received to be
-	// applied (binlog.SourceError.Drain); drainTo is then the relay log's end.
-	var drainErr error
-	var drainTo gtid.MariaDBPosition
-	queue := (<-chan *binlog.Transaction)(txns)
-	// dispatch hands txn (and what gather batches behind it) to an idle
-	// worker, or passes it when the filters left nothing of it.
-	// takeWorker removes a worker from idle: the last one (not worker 0
-	// when another is idle), or, for a transaction of statements, worker 0,
-	// the statement session (see target.NeedsStatementSession).
-	takeWorker := func(statements bool) *worker {
-		at := len(idle) - 1
-		if statements {
-			at = slices.Index(idle, workers[0])
-		} else if idle[at] == workers[0] && at > 0 {
-			// Others' jobs keep off the statement session: it stays free
-			// for statements, and a job that switches GTID domains cannot
-			// on a session holding temporary tables.
-			at--
-		}
-		w := idle[at]
-		idle = slices.Delete(idle, at, at+1)
-		return w
-	}
-	// ready reports whether txn can be dispatched now: a transaction of
-	// statements waits for the statement session's worker.
-	ready := func(txn *binlog.Transaction) bool {
-		return !target.NeedsStatementSession(txn) || slices.Contains(idle, workers[0])
-	}
-	dispatch := func(txn *binlog.Transaction) {
-		if err := r.engines.Mark(txn); err != nil {
-			stopping, runErr = true, err
-			return
-		}
-		if txn.Has(binlog.FlagDDL) {
-			r.engines.Invalidate()
-		}
-		if !ready(txn) {
-			r.pending = txn
-			return
-		}
-		batch, more, err := r.gather(txn, queue, skip)
-		if err != nil {
-			stopping, runErr = true, err
-			return
-		}
-		if !more {
-			queue = nil // the decoder ended
-			stopping, runErr = true, <-decErr
-		}
-		if len(batch) == 0 {
-			stopping, reason = true, "until reached"
-			return
-		}
-		if batch[0].Filtered {
-			// Nothing to apply: the position passes it as soon as everything before it commits.
-			gi++
-			r.clog.commit(gi)
-			committed[gi] = batch[0]
-			r.advance(committed)
-			if !batch[0].AppliedAhead && !batch[0].RolledBack {
-				r.filtered.Add(1)
-			}
-			budget.give(int64(batch[0].Size))
-			if !stopping && (r.untilAfter(batch[0]) || r.untilReached()) {
-				stopping, reason = true, "until reached"
-			}
-			return
-		}
-		j := &job{gi: gi + 1, txns: batch, skip: len(batch) == 1 && skip[batch[0].MariaDB], alone: len(batch) > 1 && target.FollowsAlone(batch[0])}
-		// waits: the members that wait for a transaction still to commit
-		// before the batch, directly or through a member that does.
-		waits := make([]bool, len(batch))
-		for i, member := range batch {
-			gi++
-			deps, err := admit(policy, gi, member)
-			if err != nil {
-				stopping, runErr = true, fmt.Errorf("schedule %s: %w", member, err)
-				return
-			}
-			for _, d := range deps {
-				switch {
-				case d >= j.gi:
-					waits[i] = waits[i] || waits[d-j.gi]
-				default:
-					j.deps = append(j.deps, d)
-					waits[i] = waits[i] || !r.clog.committed(d)
-				}
-			}
-		}
-		j.ahead = aheadOf(waits)
-		if ws != nil {
-			rows, whole := ws.StatementTables()
-			r.obs.statementRowKeys.Add(int64(rows - rowKeyTables))
-			r.obs.statementWholeTables.Add(int64(whole - wholeTables))
-			rowKeyTables, wholeTables = rows, whole
-		}
-		r.observeDispatch(j, inflight, policy.Barrier())
-		inflight[j.gi] = j
-		w := takeWorker(target.NeedsStatementSession(batch[0]))
-		if w.slot == 0 {
-			onStatementSession = j
-		}
-		w.jobs <- j
-		if policy.Barrier() {
-			barrier = gi
-		}
-		if r.untilAfter(batch[len(batch)-1]) {
-			stopping, reason = true, "until reached"
-		}
-	}
-	for {
-		if stopping && len(inflight) == 0 {
-			cancelPipe()
-			if received != nil {
-				<-recvErr
-			}
-			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), RanAhead: r.ranAhead.Load(), StateTime: stateTime(workers), Reason: reason, Statements: maps.Clone(r.statements),
-				StatementRowKeys: r.obs.statementRowKeys.Load(), StatementWholeTables: r.obs.statementWholeTables.Load()}, runErr
-		}
-		var in <-chan *binlog.Transaction
-		if !stopping && len(idle) > 0 && barrier == 0 {
-			switch {
-			case r.pending == nil:
-				in = queue
-			case ready(r.pending):
-				// A transaction gather took from the queue but could not
-				// batch, or one that waited for its worker, goes first.
-				txn := r.pending
-				r.pending = nil
-				dispatch(txn)
-				continue
-			}
-		}
-		select {
-		case <-stopped:
-			stopped = nil
-			// An XA PREPARE the statement session runs may park its branch
-			// too: the stop waits for the job to say.
-			mayPark := onStatementSession != nil && slices.ContainsFunc(onStatementSession.txns, target.PreparesXA)
-			if (parked || mayPark) && !stopping {
-				r.log.Info("stop: applying on until the XA transaction prepared on the connection that holds the source's temporary tables ends", "at most", parkedStopWait)
-				finishing = time.After(parkedStopWait)
-				continue
-			}
-			stopNow()
-		case <-finishing:
-			finishing = nil
-			stopNow() // the statement session's worker warns as it ends
-		case <-grace:
-			grace = nil
-			r.interruptBatches()
-		case err := <-received:
-			received = nil
-			var se *binlog.SourceError
-			switch {
-			case stopping:
-			case errors.As(err, &se) && se.Drain:
-				// What was received before it is applied first (as
-				// MariaDB's SQL thread goes on after its IO thread stops).
-				drainTo, drainErr = relay.End(), err
-				if r.currentPosition().Covers(drainTo) {
-					stopping, runErr = true, err
-				}
-			default:
-				stopping, runErr = true, err
-				r.clog.drop(r.highestStarted())
-			}
-		case txn, ok := <-in:
-			if !ok {
-				stopping, runErr = true, <-decErr
-				var incident *binlog.IncidentError
-				if !errors.As(runErr, &incident) {
-					r.clog.drop(r.highestStarted())
-				}
-				// At an incident, everything before it is applied: the
-				// decoder ended there, and all before it is in flight.
-				continue
-			}
-			dispatch(txn)
-		case res := <-done:
-			r.observeFinished(res.job, res.err)
-			idle = append(idle, res.w)
-			if res.w.slot == 0 {
-				onStatementSession = nil
-				parked = res.parked
-				if finishing != nil && !parked {
-					finishing = nil
-					stopNow()
-				}
-			}
-			delete(inflight, res.job.gi)
-			if res.job.last() == barrier {
-				barrier = 0
-			}
-			if res.applied > 0 {
-				r.batches.Add(1)
-				for i, member := range res.job.txns[:res.applied] {
-					if target.HasStatements(member) {
-						r.statements[res.w.slot]++
-					}
-					budget.give(int64(member.Size))
-					policy.Committed(res.job.gi + int64(i))
-					committed[res.job.gi+int64(i)] = member
-					crashPoint(r.applied.Add(1))
-				}
-				r.advance(committed)
-				relay.Purge(r.currentPosition())
-				if !stopping && r.untilReached() {
-					stopping, reason = true, "until reached"
-				}
-				if !stopping && drainErr != nil && r.currentPosition().Covers(drainTo) {
-					stopping, runErr = true, drainErr
-				}
-			}
-			switch {
-			case res.err == nil, errors.Is(res.err, errDropped):
-			default:
-				if !stopping || runErr == nil {
-					runErr = r.stopError(res.err)
-				}
-				stopping = true
-				r.clog.drop(res.job.gi + int64(res.applied) - 1)
-			}
-		}
-	}
-}
-
-// ownGroup reports whether txn is a group the target wrote itself (its
-// server id), which came back through a source that replicates from the
-// target: applying it again would apply the target's own writes twice. The
-// first is named in the log. Under causal commit order with the target's
-// binlog written, a ring is an error: the target logs the source's groups
-// under its own server id, and the source's replica applies them again.
-func (r *Replica) ownGroup(txn *binlog.Transaction) (bool, error) {
-	if r.cfg.TargetServerID == 0 || txn.Flavor != binlog.FlavorMariaDB || txn.MariaDB.Server != r.cfg.TargetServerID {
-		return false, nil
-	}
-	if r.cfg.CommitOrder == Causal && r.cfg.Session.WriteBinlog {
-		return true, fmt.Errorf("%s was written by the target itself (server id %d) and came back through the source: the source replicates from the target (a replication ring). "+
-			"Under --commit-order causal the target logs the source's transactions under its own server id and GTIDs, which the source's replica takes for the target's writes and applies a second time. "+
-			"Run with --commit-order strict (the default; the target then logs them under the source's GTIDs, which the source passes) or --no-target-binlog, and compare the source with the target: transactions applied since the ring began may have been applied twice there",
-			txn.GTID(), r.cfg.TargetServerID)
-	}
-	r.ownSeen.Do(func() {
-		r.log.Info("passing the groups the target wrote itself, which come back through the source (a replication ring), as MariaDB's replica does", "first", txn.GTID())
-	})
-	return true, nil
 }
