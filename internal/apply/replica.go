@@ -257,7 +257,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 var ErrStoppedWhileStarting = errors.New("stopped while starting")
 
 func (r *Replica) run(ctx context.Context) (res Result, err error) {
-	if _, err := schedule.New(r.cfg.Policy, target.NewCatalog(r.cfg.Target)); err != nil {
+	if _, err := r.newPolicy(); err != nil {
 		return Result{}, err
 	}
 	lock, err := checkpoint.AcquireLock(ctx, r.cfg.Target, r.cfg.Stream)
@@ -266,34 +266,10 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 	}
 	defer lock.Release()
 	r.lock = lock
-	// A connection of an earlier run killed with a COMMIT in flight may
-	// still commit: the position is read once none is left.
-	warn := func(msg string) { r.log.Warn(msg) }
-	if err := checkpoint.SettleSlots(ctx, r.cfg.Target, r.cfg.Stream, 0, checkpoint.MaxSlots, warn); err != nil {
+	if err := r.openStore(ctx); err != nil {
 		return Result{}, err
 	}
-	r.store, err = checkpoint.Open(ctx, r.cfg.Target, r.cfg.Stream, r.cfg.Session.WriteBinlog)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := r.refuseAfterSplit(ctx); err != nil {
-		return Result{}, err
-	}
-	if err := r.noteFailedBefore(ctx); err != nil {
-		return Result{}, err
-	}
-	if err := r.store.ClearStop(ctx); err != nil {
-		return Result{}, err
-	}
-	if r.begun, err = r.store.Begun(ctx); err != nil {
-		return Result{}, err
-	}
-	r.restored = false
-	if r.kept, err = r.store.KeptTemporaries(ctx); err != nil {
-		return Result{}, err
-	}
-	r.setLost(nil)
-	if r.endedBefore, err = r.store.MarkRunning(ctx); err != nil {
+	if err := r.readRunBefore(ctx); err != nil {
 		return Result{}, err
 	}
 	defer func() {
@@ -306,29 +282,90 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 		}
 	}()
 	defer func() { r.recordStop(err) }()
-	applied, err := r.store.Applied(ctx)
+	applied, err := r.startPosition(ctx)
 	if err != nil {
 		return Result{}, err
-	}
-	if applied.Position.IsEmpty() && len(applied.Extra) == 0 && r.cfg.Start != nil {
-		if err := r.store.Seed(ctx, *r.cfg.Start); err != nil {
-			return Result{}, err
-		}
-		applied.Position = r.cfg.Start.Clone()
 	}
 	r.position = applied.Position
 	r.log.Info("starting", "stream", r.cfg.Stream, "position", applied.Position.String(), "applied past gaps", len(applied.Extra))
 	if r.untilReached() {
 		return Result{Position: r.position, Reason: "until reached"}, nil
 	}
-
-	relay, err := binlog.OpenRelay(r.cfg.Relay)
+	relay, err := r.openRelay(applied)
 	if err != nil {
 		return Result{}, err
 	}
 	defer relay.Close()
+	stopProgress := r.reportProgress(relay)
+	defer stopProgress()
+	stopReport := r.reportWorkers()
+	defer stopReport()
+	return r.sessions(ctx, relay)
+}
+
+// openStore opens the position table, once no connection of an earlier
+// run is left: one killed with a COMMIT in flight may still commit, and
+// the position is read after it.
+func (r *Replica) openStore(ctx context.Context) (err error) {
+	warn := func(msg string) { r.log.Warn(msg) }
+	if err := checkpoint.SettleSlots(ctx, r.cfg.Target, r.cfg.Stream, 0, checkpoint.MaxSlots, warn); err != nil {
+		return err
+	}
+	r.store, err = checkpoint.Open(ctx, r.cfg.Target, r.cfg.Stream, r.cfg.Session.WriteBinlog)
+	return err
+}
+
+// readRunBefore reads what the run before left on the target for this one
+// (how it ended, the groups it began, the temporary tables it kept), and
+// marks this run as running.
+func (r *Replica) readRunBefore(ctx context.Context) (err error) {
+	if err := r.refuseAfterSplit(ctx); err != nil {
+		return err
+	}
+	if err := r.noteFailedBefore(ctx); err != nil {
+		return err
+	}
+	if err := r.store.ClearStop(ctx); err != nil {
+		return err
+	}
+	if r.begun, err = r.store.Begun(ctx); err != nil {
+		return err
+	}
+	r.restored = false
+	if r.kept, err = r.store.KeptTemporaries(ctx); err != nil {
+		return err
+	}
+	r.setLost(nil)
+	r.endedBefore, err = r.store.MarkRunning(ctx)
+	return err
+}
+
+// startPosition is where the run starts: the target's position, or, when
+// the target has none, --start-position, seeded there.
+func (r *Replica) startPosition(ctx context.Context) (checkpoint.Applied, error) {
+	applied, err := r.store.Applied(ctx)
+	if err != nil {
+		return applied, err
+	}
+	if applied.Position.IsEmpty() && len(applied.Extra) == 0 && r.cfg.Start != nil {
+		if err := r.store.Seed(ctx, *r.cfg.Start); err != nil {
+			return applied, err
+		}
+		applied.Position = r.cfg.Start.Clone()
+	}
+	return applied, nil
+}
+
+// openRelay opens the relay log, dropping what it holds past the target's
+// position when it was fetched from another server than the source.
+func (r *Replica) openRelay(applied checkpoint.Applied) (*binlog.RelayLog, error) {
+	relay, err := binlog.OpenRelay(r.cfg.Relay)
+	if err != nil {
+		return nil, err
+	}
 	if previous, dropped, err := relay.SwitchSource(applied.Position); err != nil {
-		return Result{}, err
+		relay.Close()
+		return nil, err
 	} else if dropped {
 		r.log.Warn("the relay log was fetched from another server than the source: its transactions past the target's position are dropped and fetched from the source, which may not have them all (after a failover, what the old primary wrote last and the promoted replica never got is not applied)",
 			"fetched from", previous, "source", r.cfg.Relay.Source, "target position", applied.Position.String())
@@ -339,15 +376,14 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 	} else if previous != "" && previous != r.cfg.Relay.Source {
 		r.log.Info("the source is another server than the one the relay log was fetched from; fetching from the target's position", "fetched from", previous, "source", r.cfg.Relay.Source)
 	}
+	return relay, nil
+}
 
-	stopProgress := r.reportProgress(relay)
-	defer stopProgress()
-	stopReport := r.reportWorkers()
-	defer stopReport()
-
-	// A corrupt relay log is fetched again from the source, at most
-	// maxRefetches times at one position: the same damage again comes from
-	// the source or from the disk, and fetching more would loop for ever.
+// sessions runs sessions of the pipeline until one ends the run. A corrupt
+// relay log is fetched again from the source, at most maxRefetches times
+// at one position: the same damage again comes from the source or from the
+// disk, and fetching more would loop for ever.
+func (r *Replica) sessions(ctx context.Context, relay *binlog.RelayLog) (Result, error) {
 	const maxRefetches = 3
 	refetches, refetchedAt := 0, r.currentPosition()
 	for {
