@@ -1,7 +1,9 @@
-// worker.go is one applier connection. A worker takes one transaction at a
-// time from the coordinator: it waits for the transactions the policy says
-// it depends on, executes it with its checkpoint row in one target
-// transaction, waits for its turn under strict commit order, and commits.
+// worker.go is one applier connection. A worker takes one job at a time
+// from the coordinator (a transaction, or a batch): it waits for the
+// transactions the policy says it depends on, executes the job with its
+// checkpoint row in one target transaction, waits for its turn under strict
+// commit order, and commits (a job's life: job.go; groups applied alone:
+// alone.go). worker.go keeps the connection: open, lost, made again, closed.
 //
 // Exactly once: the checkpoint row commits with the data; when the
 // connection dies during a commit, the worker reads the checkpoint back

@@ -25,7 +25,7 @@ import (
 // its events, XA END and XA PREPARE. The prepared transaction stays on the
 // target after the connection ends (MariaDB 10.5 and later) and waits for
 // the group holding its XA COMMIT or XA ROLLBACK, which any session may run;
-// this session's connection is given up right after it (see execute).
+// this session's connection is given up right after it (afterXAPrepare).
 func (s *Session) xaPrepareScript(txn *binlog.Transaction, checkpoint string) (body, tail []string, err error) {
 	start, prepare, err := xaStatements(txn)
 	if err != nil {
