@@ -390,8 +390,9 @@ func (r *jobRun) foundOnTarget() (skip bool, then next, err error) {
 		// target before its checkpoint: it may be there already. (Not
 		// so right after a group whose guarded position found nothing
 		// of the domain past it: then the group is not there.)
-		if skip, err = r.appliedAlone(first); skip && err == nil && w.replica.failedBefore == txn.MariaDB {
-			return skip, finish, r.stayedBefore()
+		var stop error
+		if skip, stop, err = r.appliedAlone(first); stop != nil {
+			return skip, finish, stop
 		}
 	}
 	if !skip && err == nil && len(j.txns) == 1 && target.PartsStay(txn) {
@@ -410,8 +411,9 @@ func (r *jobRun) foundOnTarget() (skip bool, then next, err error) {
 
 // appliedAlone asks the target whether it holds the job's group, one
 // applied alone; first says no group of its domain committed in this run
-// before it (target.Session.AppliedAlone).
-func (r *jobRun) appliedAlone(first bool) (bool, error) {
+// before it (target.Session.AppliedAlone). stop is the error that stops the
+// run on a group the target holds only in part (stayedBefore).
+func (r *jobRun) appliedAlone(first bool) (skip bool, stop, err error) {
 	w, j, txn := r.w, r.j, r.txn
 	domain := txn.MariaDB.Domain
 	// Resumed: groups past the position may have run before this
@@ -421,13 +423,13 @@ func (r *jobRun) appliedAlone(first bool) (bool, error) {
 	began := r.begun != nil || (!r.attempted && w.replica.begun[domain] == txn.MariaDB)
 	skip, through, err := w.session.AppliedAlone(r.run, txn, first, !r.attempted && (j.unsure || !w.replica.hasApplied(domain)), began)
 	if skip && err == nil && w.replica.failedBefore == txn.MariaDB {
-		return skip, err // the run stops on it (stayedBefore): nothing past it is taken
+		return skip, r.stayedBefore(), nil
 	}
 	if through != (gtid.MariaDBGTID{}) {
 		w.log.Info("the target's binlog holds groups applied alone past the position whose positions were not written (a run killed, or a round trip lost); they are taken as applied", "from", txn.GTID(), "through", through.String())
 		w.replica.through.Store(domain, through)
 	}
-	return skip, err
+	return skip, nil, err
 }
 
 // stayedBefore is the error for a group the target's binlog holds because
