@@ -23,112 +23,6 @@ import (
 	"gapless/internal/target"
 )
 
-// batchBytes bounds the source bytes of one batch.
-const batchBytes = 4 << 20
-
-// causalWindow bounds how far past the gap-less position causal commit order
-// runs, which bounds the gaps a checkpoint row lists.
-const causalWindow = 256
-
-// aheadOf marks the members of a batch that wait for nothing outside it,
-// nor for a member that does: they may run first, while what the batch
-// waits for executes (worker.runAhead). A policy lets two transactions
-// overlap only if either order gives the same result, so running them
-// before the members that wait, within the batch's one target
-// transaction, changes nothing of its result. It returns nil when all of
-// them or none wait.
-func aheadOf(waits []bool) []bool {
-	n := 0
-	for _, w := range waits {
-		if w {
-			n++
-		}
-	}
-	if n == 0 || n == len(waits) {
-		return nil
-	}
-	ahead := make([]bool, len(waits))
-	for i, w := range waits {
-		ahead[i] = !w
-	}
-	return ahead
-}
-
-// queueDepth is how many decoded transactions wait for the coordinator: a
-// few full batches, so that gather finds a batch's worth whenever the
-// decoder keeps up, and not many more. A transaction decoded far ahead
-// only holds memory (several times its size in the binlog) that the
-// garbage collector scans and the cache loses, until it is applied.
-func queueDepth(batchMax int) int {
-	return max(1024, 4*batchMax)
-}
-
-// gather takes txn and, while more are queued, the transactions after it
-// that can share one target transaction with it: a batch ends where the
-// queue runs dry, so batching never holds a transaction back. It returns no
-// transaction when txn lies beyond --until, and more=false when the decoder
-// has ended.
-func (c *coordinator) gather(txn *binlog.Transaction) (batch []*binlog.Transaction, more bool, err error) {
-	r := c.r
-	accept := func(t *binlog.Transaction) error {
-		if t.Flavor != binlog.FlavorMariaDB {
-			return fmt.Errorf("%s: only MariaDB sources are applied so far", t)
-		}
-		return nil
-	}
-	if err := accept(txn); err != nil {
-		return nil, true, err
-	}
-	if r.cfg.Until != nil && !r.cfg.Until.Contains(txn.MariaDB) {
-		return nil, true, nil
-	}
-	batch = []*binlog.Transaction{txn}
-	if c.pending != nil {
-		panic("gather with a pending transaction")
-	}
-	size := txn.Size
-	// joins says whether a transaction may join the batch: one that can
-	// share its target transaction, or, after a group applied alone, the
-	// next such group (a run of them, applied one by one: job.alone).
-	joins := target.Joiner(txn)
-	for !txn.Filtered && r.cfg.BatchMax > 1 && len(batch) < r.cfg.BatchMax && size < batchBytes && joins != nil && !c.skip[txn.MariaDB] && !r.untilAfter(batch[len(batch)-1]) {
-		var next *binlog.Transaction
-		select {
-		case t, ok := <-c.queue:
-			if !ok {
-				return batch, false, nil
-			}
-			next = t
-		default:
-			return batch, true, nil
-		}
-		if err := c.engines.Mark(next); err != nil {
-			return nil, true, err
-		}
-		if next.Filtered || !joins(next) || c.skip[next.MariaDB] || next.MariaDB.Domain != txn.MariaDB.Domain || next.SourceStarts != txn.SourceStarts ||
-			target.NeedsStatementSession(next) != target.NeedsStatementSession(txn) ||
-			!bytes.Equal(next.Format.Raw, txn.Format.Raw) || accept(next) != nil {
-			c.pending = next
-			return batch, true, nil
-		}
-		batch = append(batch, next)
-		size += next.Size
-	}
-	return batch, true, nil
-}
-
-// admit asks the policy for a transaction's dependencies. A panic there is
-// a gapless bug: it becomes an error that stops the run cleanly, naming the
-// group, for a bug report, instead of a crash.
-func admit(policy schedule.Policy, gi int64, txn *binlog.Transaction) (deps schedule.Deps, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			deps, err = nil, fmt.Errorf("a gapless bug: panic: %v (report it with the source's binlog of this transaction)", r)
-		}
-	}()
-	return policy.Admit(gi, txn)
-}
-
 // coordinator is the state of the coordinator's loop for one session of
 // the run. Only the coordinator's goroutine touches it.
 type coordinator struct {
@@ -235,102 +129,6 @@ func (c *coordinator) loop() (Result, error) {
 	}
 }
 
-// end ends the session once nothing is in flight.
-func (c *coordinator) end() (Result, error) {
-	r := c.r
-	c.cancelPipe()
-	if c.received != nil {
-		<-c.recvErr
-	}
-	return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), RanAhead: r.ranAhead.Load(), StateTime: stateTime(c.workers), Reason: c.reason, Statements: maps.Clone(r.statements),
-		StatementRowKeys: r.obs.statementRowKeys.Load(), StatementWholeTables: r.obs.statementWholeTables.Load()}, c.runErr
-}
-
-// stopWith makes the session stop, with err when it is not nil.
-func (c *coordinator) stopWith(err error) {
-	c.stopping, c.runErr = true, err
-}
-
-// stopAtUntil makes the session stop: --until is applied.
-func (c *coordinator) stopAtUntil() {
-	c.stopping, c.reason = true, "until reached"
-}
-
-// stopNow makes the session stop at the nearest gap-less point.
-func (c *coordinator) stopNow() {
-	c.stopping, c.reason = true, "stopped"
-	c.r.clog.drop(c.r.highestStarted())
-	c.grace = time.After(stopGrace)
-}
-
-// stopAsked is a stop (the run's ctx ended): now, unless an XA branch is
-// parked with the source's temporary tables, or may be by the job the
-// statement session runs: then the stop waits for its end a while.
-func (c *coordinator) stopAsked() {
-	mayPark := c.onStatementSession != nil && slices.ContainsFunc(c.onStatementSession.txns, target.PreparesXA)
-	if (c.parked || mayPark) && !c.stopping {
-		c.r.log.Info("stop: applying on until the XA transaction prepared on the connection that holds the source's temporary tables ends", "at most", parkedStopWait)
-		c.finishing = time.After(parkedStopWait)
-		return
-	}
-	c.stopNow()
-}
-
-// receiverEnded stops the session at the receiver's end, or, for an end
-// that waits for what it received (binlog.SourceError.Drain), once that is
-// applied.
-func (c *coordinator) receiverEnded(err error) {
-	var se *binlog.SourceError
-	switch {
-	case c.stopping:
-	case errors.As(err, &se) && se.Drain:
-		// What was received before it is applied first (as
-		// MariaDB's SQL thread goes on after its IO thread stops).
-		c.drainTo, c.drainErr = c.relay.End(), err
-		if c.r.currentPosition().Covers(c.drainTo) {
-			c.stopWith(err)
-		}
-	default:
-		c.stopWith(err)
-		c.r.clog.drop(c.r.highestStarted())
-	}
-}
-
-// decoderEnded stops the session at the decoder's end.
-func (c *coordinator) decoderEnded() {
-	c.stopWith(<-c.decErr)
-	var incident *binlog.IncidentError
-	if !errors.As(c.runErr, &incident) {
-		c.r.clog.drop(c.r.highestStarted())
-	}
-	// At an incident, everything before it is applied: the
-	// decoder ended there, and all before it is in flight.
-}
-
-// takeWorker removes a worker from idle: the last one (not worker 0
-// when another is idle), or, for a transaction of statements, worker 0,
-// the statement session (see target.NeedsStatementSession).
-func (c *coordinator) takeWorker(statements bool) *worker {
-	at := len(c.idle) - 1
-	if statements {
-		at = slices.Index(c.idle, c.workers[0])
-	} else if c.idle[at] == c.workers[0] && at > 0 {
-		// Others' jobs keep off the statement session: it stays free
-		// for statements, and a job that switches GTID domains cannot
-		// on a session holding temporary tables.
-		at--
-	}
-	w := c.idle[at]
-	c.idle = slices.Delete(c.idle, at, at+1)
-	return w
-}
-
-// ready reports whether txn can be dispatched now: a transaction of
-// statements waits for the statement session's worker.
-func (c *coordinator) ready(txn *binlog.Transaction) bool {
-	return !target.NeedsStatementSession(txn) || slices.Contains(c.idle, c.workers[0])
-}
-
 // dispatch hands txn (and what gather batches behind it) to an idle
 // worker, or passes it when the filters left nothing of it.
 func (c *coordinator) dispatch(txn *binlog.Transaction) {
@@ -383,21 +181,94 @@ func (c *coordinator) dispatch(txn *binlog.Transaction) {
 	}
 }
 
-// pass passes txn, a transaction with nothing to apply: the position
-// passes it as soon as everything before it commits.
-func (c *coordinator) pass(txn *binlog.Transaction) {
+// ready reports whether txn can be dispatched now: a transaction of
+// statements waits for the statement session's worker.
+func (c *coordinator) ready(txn *binlog.Transaction) bool {
+	return !target.NeedsStatementSession(txn) || slices.Contains(c.idle, c.workers[0])
+}
+
+// takeWorker removes a worker from idle: the last one (not worker 0
+// when another is idle), or, for a transaction of statements, worker 0,
+// the statement session (see target.NeedsStatementSession).
+func (c *coordinator) takeWorker(statements bool) *worker {
+	at := len(c.idle) - 1
+	if statements {
+		at = slices.Index(c.idle, c.workers[0])
+	} else if c.idle[at] == c.workers[0] && at > 0 {
+		// Others' jobs keep off the statement session: it stays free
+		// for statements, and a job that switches GTID domains cannot
+		// on a session holding temporary tables.
+		at--
+	}
+	w := c.idle[at]
+	c.idle = slices.Delete(c.idle, at, at+1)
+	return w
+}
+
+// gather takes txn and, while more are queued, the transactions after it
+// that can share one target transaction with it: a batch ends where the
+// queue runs dry, so batching never holds a transaction back. It returns no
+// transaction when txn lies beyond --until, and more=false when the decoder
+// has ended.
+func (c *coordinator) gather(txn *binlog.Transaction) (batch []*binlog.Transaction, more bool, err error) {
 	r := c.r
-	c.gi++
-	r.clog.commit(c.gi)
-	c.committed[c.gi] = txn
-	r.advance(c.committed)
-	if !txn.AppliedAhead && !txn.RolledBack {
-		r.filtered.Add(1)
+	accept := func(t *binlog.Transaction) error {
+		if t.Flavor != binlog.FlavorMariaDB {
+			return fmt.Errorf("%s: only MariaDB sources are applied so far", t)
+		}
+		return nil
 	}
-	c.budget.give(int64(txn.Size))
-	if !c.stopping && (r.untilAfter(txn) || r.untilReached()) {
-		c.stopAtUntil()
+	if err := accept(txn); err != nil {
+		return nil, true, err
 	}
+	if r.cfg.Until != nil && !r.cfg.Until.Contains(txn.MariaDB) {
+		return nil, true, nil
+	}
+	batch = []*binlog.Transaction{txn}
+	if c.pending != nil {
+		panic("gather with a pending transaction")
+	}
+	size := txn.Size
+	// joins says whether a transaction may join the batch: one that can
+	// share its target transaction, or, after a group applied alone, the
+	// next such group (a run of them, applied one by one: job.alone).
+	joins := target.Joiner(txn)
+	for !txn.Filtered && r.cfg.BatchMax > 1 && len(batch) < r.cfg.BatchMax && size < batchBytes && joins != nil && !c.skip[txn.MariaDB] && !r.untilAfter(batch[len(batch)-1]) {
+		var next *binlog.Transaction
+		select {
+		case t, ok := <-c.queue:
+			if !ok {
+				return batch, false, nil
+			}
+			next = t
+		default:
+			return batch, true, nil
+		}
+		if err := c.engines.Mark(next); err != nil {
+			return nil, true, err
+		}
+		if next.Filtered || !joins(next) || c.skip[next.MariaDB] || next.MariaDB.Domain != txn.MariaDB.Domain || next.SourceStarts != txn.SourceStarts ||
+			target.NeedsStatementSession(next) != target.NeedsStatementSession(txn) ||
+			!bytes.Equal(next.Format.Raw, txn.Format.Raw) || accept(next) != nil {
+			c.pending = next
+			return batch, true, nil
+		}
+		batch = append(batch, next)
+		size += next.Size
+	}
+	return batch, true, nil
+}
+
+// batchBytes bounds the source bytes of one batch.
+const batchBytes = 4 << 20
+
+// queueDepth is how many decoded transactions wait for the coordinator: a
+// few full batches, so that gather finds a batch's worth whenever the
+// decoder keeps up, and not many more. A transaction decoded far ahead
+// only holds memory (several times its size in the binlog) that the
+// garbage collector scans and the cache loses, until it is applied.
+func queueDepth(batchMax int) int {
+	return max(1024, 4*batchMax)
 }
 
 // newJob admits the batch's transactions, each at the next group index,
@@ -428,6 +299,42 @@ func (c *coordinator) newJob(batch []*binlog.Transaction) (*job, error) {
 	return j, nil
 }
 
+// admit asks the policy for a transaction's dependencies. A panic there is
+// a gapless bug: it becomes an error that stops the run cleanly, naming the
+// group, for a bug report, instead of a crash.
+func admit(policy schedule.Policy, gi int64, txn *binlog.Transaction) (deps schedule.Deps, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			deps, err = nil, fmt.Errorf("a gapless bug: panic: %v (report it with the source's binlog of this transaction)", r)
+		}
+	}()
+	return policy.Admit(gi, txn)
+}
+
+// aheadOf marks the members of a batch that wait for nothing outside it,
+// nor for a member that does: they may run first, while what the batch
+// waits for executes (worker.runAhead). A policy lets two transactions
+// overlap only if either order gives the same result, so running them
+// before the members that wait, within the batch's one target
+// transaction, changes nothing of its result. It returns nil when all of
+// them or none wait.
+func aheadOf(waits []bool) []bool {
+	n := 0
+	for _, w := range waits {
+		if w {
+			n++
+		}
+	}
+	if n == 0 || n == len(waits) {
+		return nil
+	}
+	ahead := make([]bool, len(waits))
+	for i, w := range waits {
+		ahead[i] = !w
+	}
+	return ahead
+}
+
 // countStatementTables adds what the writeset policy said of the tables
 // statements name, since it last said, to the run's counts.
 func (c *coordinator) countStatementTables() {
@@ -438,6 +345,23 @@ func (c *coordinator) countStatementTables() {
 	c.r.obs.statementRowKeys.Add(int64(rows - c.rowKeyTables))
 	c.r.obs.statementWholeTables.Add(int64(whole - c.wholeTables))
 	c.rowKeyTables, c.wholeTables = rows, whole
+}
+
+// pass passes txn, a transaction with nothing to apply: the position
+// passes it as soon as everything before it commits.
+func (c *coordinator) pass(txn *binlog.Transaction) {
+	r := c.r
+	c.gi++
+	r.clog.commit(c.gi)
+	c.committed[c.gi] = txn
+	r.advance(c.committed)
+	if !txn.AppliedAhead && !txn.RolledBack {
+		r.filtered.Add(1)
+	}
+	c.budget.give(int64(txn.Size))
+	if !c.stopping && (r.untilAfter(txn) || r.untilReached()) {
+		c.stopAtUntil()
+	}
 }
 
 // finished takes a worker's result: the worker is idle again, what its job
@@ -495,4 +419,76 @@ func (c *coordinator) applied(res result) {
 	if !c.stopping && c.drainErr != nil && r.currentPosition().Covers(c.drainTo) {
 		c.stopWith(c.drainErr)
 	}
+}
+
+// stopAsked is a stop (the run's ctx ended): now, unless an XA branch is
+// parked with the source's temporary tables, or may be by the job the
+// statement session runs: then the stop waits for its end a while.
+func (c *coordinator) stopAsked() {
+	mayPark := c.onStatementSession != nil && slices.ContainsFunc(c.onStatementSession.txns, target.PreparesXA)
+	if (c.parked || mayPark) && !c.stopping {
+		c.r.log.Info("stop: applying on until the XA transaction prepared on the connection that holds the source's temporary tables ends", "at most", parkedStopWait)
+		c.finishing = time.After(parkedStopWait)
+		return
+	}
+	c.stopNow()
+}
+
+// stopNow makes the session stop at the nearest gap-less point.
+func (c *coordinator) stopNow() {
+	c.stopping, c.reason = true, "stopped"
+	c.r.clog.drop(c.r.highestStarted())
+	c.grace = time.After(stopGrace)
+}
+
+// stopWith makes the session stop, with err when it is not nil.
+func (c *coordinator) stopWith(err error) {
+	c.stopping, c.runErr = true, err
+}
+
+// stopAtUntil makes the session stop: --until is applied.
+func (c *coordinator) stopAtUntil() {
+	c.stopping, c.reason = true, "until reached"
+}
+
+// receiverEnded stops the session at the receiver's end, or, for an end
+// that waits for what it received (binlog.SourceError.Drain), once that is
+// applied.
+func (c *coordinator) receiverEnded(err error) {
+	var se *binlog.SourceError
+	switch {
+	case c.stopping:
+	case errors.As(err, &se) && se.Drain:
+		// What was received before it is applied first (as
+		// MariaDB's SQL thread goes on after its IO thread stops).
+		c.drainTo, c.drainErr = c.relay.End(), err
+		if c.r.currentPosition().Covers(c.drainTo) {
+			c.stopWith(err)
+		}
+	default:
+		c.stopWith(err)
+		c.r.clog.drop(c.r.highestStarted())
+	}
+}
+
+// decoderEnded stops the session at the decoder's end.
+func (c *coordinator) decoderEnded() {
+	c.stopWith(<-c.decErr)
+	var incident *binlog.IncidentError
+	if !errors.As(c.runErr, &incident) {
+		c.r.clog.drop(c.r.highestStarted())
+	}
+	// At an incident, everything before it is applied: the
+	// decoder ended there, and all before it is in flight.
+}
+
+// end ends the session once nothing is in flight.
+func (c *coordinator) end() (Result, error) {
+	r := c.r
+	c.cancelPipe()
+	if c.received != nil {
+		<-c.recvErr
+	}
+	return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), RanAhead: r.ranAhead.Load(), StateTime: stateTime(c.workers), Reason: c.reason, Statements: maps.Clone(r.statements),
+		StatementRowKeys: r.obs.statementRowKeys.Load(), StatementWholeTables: r.obs.statementWholeTables.Load()}, c.runErr
 }
