@@ -15,6 +15,14 @@
 //     once its dependencies have, and the checkpoint rows record the gaps;
 //   - a stop lets every transaction up to the highest one a worker has
 //     started commit (the nearest gap-less point), and drops the rest.
+//
+// The stages, a file each (docs/architecture.md draws them): replica.go
+// starts a run from the target's position; pipeline.go wires a session of
+// the stages; decode.go hands the decoder's transactions on; coordinator.go
+// schedules and batches them; worker.go keeps a worker's connection and
+// job.go a job's life on it (alone.go: groups applied alone);
+// commitlog.go orders the commits; position.go moves the gap-less position;
+// stop.go stops.
 package apply
 
 import (

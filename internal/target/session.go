@@ -7,6 +7,11 @@
 // the server (the format description, the session variables, the default
 // database) so that a transaction usually costs one round trip; after any
 // error it forgets all of it, since the server may have lost the session.
+//
+// session.go holds the connection, its state and its setup; execute.go what
+// a worker asks of it for a job; events.go, rows.go and batch.go make a
+// job's script; send.go sends it; each special case of real binlogs has a
+// file named after it (docs/architecture.md lists them).
 package target
 
 import (
