@@ -169,3 +169,7 @@ func (l *commitLog) waitTurn(ctx context.Context, gi int64, yield <-chan struct{
 func (l *commitLog) waitWindow(ctx context.Context, gi, window int64) error {
 	return l.wait(ctx, gi, nil, func() bool { return gi-l.lowWater <= window })
 }
+
+// causalWindow bounds how far past the gap-less position causal commit order
+// runs, which bounds the gaps a checkpoint row lists.
+const causalWindow = 256

@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"log/slog"
 	"testing"
 
 	"gapless/internal/binlog"
@@ -49,7 +50,7 @@ func TestSnapshotNamesWhatAWorkerWaitsFor(t *testing.T) {
 		}
 		return t
 	}
-	r := &Replica{cfg: Config{Stream: "s", Policy: "writeset", CommitOrder: Strict}, clog: newCommitLog()}
+	r := &Replica{cfg: Config{Stream: "s", Policy: "writeset", CommitOrder: Strict}, clog: newCommitLog(), log: slog.New(slog.DiscardHandler)}
 	first := &job{gi: 1, txns: []*binlog.Transaction{txn(11, "a", "b")}}
 	second := &job{gi: 2, txns: []*binlog.Transaction{txn(12, "b", "c"), txn(13, "c")}, deps: []int64{1}}
 	third := &job{gi: 4, txns: []*binlog.Transaction{txn(14, "d")}}

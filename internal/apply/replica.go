@@ -15,18 +15,23 @@
 //     once its dependencies have, and the checkpoint rows record the gaps;
 //   - a stop lets every transaction up to the highest one a worker has
 //     started commit (the nearest gap-less point), and drops the rest.
+//
+// The stages, a file each (docs/architecture.md draws them): replica.go
+// starts a run from the target's position; pipeline.go wires a session of
+// the stages; decode.go hands the decoder's transactions on; coordinator.go
+// schedules and batches them; worker.go keeps a worker's connection and
+// job.go a job's life on it (alone.go: groups applied alone);
+// commitlog.go orders the commits; position.go moves the gap-less position;
+// stop.go stops.
 package apply
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,7 +40,6 @@ import (
 	"gapless/internal/checkpoint"
 	"gapless/internal/filter"
 	"gapless/internal/gtid"
-	"gapless/internal/schedule"
 	"gapless/internal/target"
 )
 
@@ -46,13 +50,6 @@ const (
 	Strict CommitOrder = "strict"
 	Causal CommitOrder = "causal"
 )
-
-// batchBytes bounds the source bytes of one batch.
-const batchBytes = 4 << 20
-
-// causalWindow bounds how far past the gap-less position causal commit order
-// runs, which bounds the gaps a checkpoint row lists.
-const causalWindow = 256
 
 // Config is everything a replica run needs.
 type Config struct {
@@ -153,9 +150,6 @@ type Replica struct {
 	cfg   Config
 	log   *slog.Logger
 	store *checkpoint.Store
-	// engines says which target tables are not transactional (the
-	// coordinator's alone; see target.Engines).
-	engines *target.Engines
 	// domainsApplied are the GTID domains this run has committed a
 	// transaction of (see target.Session.AppliedAlone).
 	domainsApplied sync.Map
@@ -222,8 +216,6 @@ type Replica struct {
 	lastSource time.Time
 	receiver   *binlog.Receiver
 
-	pending *binlog.Transaction // taken from the decoder but not yet dispatched (coordinator only)
-
 	// ownSeen names the first group of the target's own in the log (ownGroup).
 	ownSeen sync.Once
 	// clock is the receiver whose measure of the source's clock the lag
@@ -279,7 +271,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 var ErrStoppedWhileStarting = errors.New("stopped while starting")
 
 func (r *Replica) run(ctx context.Context) (res Result, err error) {
-	if _, err := schedule.New(r.cfg.Policy, target.NewCatalog(r.cfg.Target)); err != nil {
+	if _, err := r.newPolicy(); err != nil {
 		return Result{}, err
 	}
 	lock, err := checkpoint.AcquireLock(ctx, r.cfg.Target, r.cfg.Stream)
@@ -288,34 +280,10 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 	}
 	defer lock.Release()
 	r.lock = lock
-	// A connection of an earlier run killed with a COMMIT in flight may
-	// still commit: the position is read once none is left.
-	warn := func(msg string) { r.log.Warn(msg) }
-	if err := checkpoint.SettleSlots(ctx, r.cfg.Target, r.cfg.Stream, 0, checkpoint.MaxSlots, warn); err != nil {
+	if err := r.openStore(ctx); err != nil {
 		return Result{}, err
 	}
-	r.store, err = checkpoint.Open(ctx, r.cfg.Target, r.cfg.Stream, r.cfg.Session.WriteBinlog)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := r.refuseAfterSplit(ctx); err != nil {
-		return Result{}, err
-	}
-	if err := r.noteFailedBefore(ctx); err != nil {
-		return Result{}, err
-	}
-	if err := r.store.ClearStop(ctx); err != nil {
-		return Result{}, err
-	}
-	if r.begun, err = r.store.Begun(ctx); err != nil {
-		return Result{}, err
-	}
-	r.restored = false
-	if r.kept, err = r.store.KeptTemporaries(ctx); err != nil {
-		return Result{}, err
-	}
-	r.setLost(nil)
-	if r.endedBefore, err = r.store.MarkRunning(ctx); err != nil {
+	if err := r.readRunBefore(ctx); err != nil {
 		return Result{}, err
 	}
 	defer func() {
@@ -328,29 +296,90 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 		}
 	}()
 	defer func() { r.recordStop(err) }()
-	applied, err := r.store.Applied(ctx)
+	applied, err := r.startPosition(ctx)
 	if err != nil {
 		return Result{}, err
-	}
-	if applied.Position.IsEmpty() && len(applied.Extra) == 0 && r.cfg.Start != nil {
-		if err := r.store.Seed(ctx, *r.cfg.Start); err != nil {
-			return Result{}, err
-		}
-		applied.Position = r.cfg.Start.Clone()
 	}
 	r.position = applied.Position
 	r.log.Info("starting", "stream", r.cfg.Stream, "position", applied.Position.String(), "applied past gaps", len(applied.Extra))
 	if r.untilReached() {
 		return Result{Position: r.position, Reason: "until reached"}, nil
 	}
-
-	relay, err := binlog.OpenRelay(r.cfg.Relay)
+	relay, err := r.openRelay(applied)
 	if err != nil {
 		return Result{}, err
 	}
 	defer relay.Close()
+	stopProgress := r.reportProgress(relay)
+	defer stopProgress()
+	stopReport := r.reportWorkers()
+	defer stopReport()
+	return r.sessions(ctx, relay)
+}
+
+// openStore opens the position table, once no connection of an earlier
+// run is left: one killed with a COMMIT in flight may still commit, and
+// the position is read after it.
+func (r *Replica) openStore(ctx context.Context) (err error) {
+	warn := func(msg string) { r.log.Warn(msg) }
+	if err := checkpoint.SettleSlots(ctx, r.cfg.Target, r.cfg.Stream, 0, checkpoint.MaxSlots, warn); err != nil {
+		return err
+	}
+	r.store, err = checkpoint.Open(ctx, r.cfg.Target, r.cfg.Stream, r.cfg.Session.WriteBinlog)
+	return err
+}
+
+// readRunBefore reads what the run before left on the target for this one
+// (how it ended, the groups it began, the temporary tables it kept), and
+// marks this run as running.
+func (r *Replica) readRunBefore(ctx context.Context) (err error) {
+	if err := r.refuseAfterSplit(ctx); err != nil {
+		return err
+	}
+	if err := r.noteFailedBefore(ctx); err != nil {
+		return err
+	}
+	if err := r.store.ClearStop(ctx); err != nil {
+		return err
+	}
+	if r.begun, err = r.store.Begun(ctx); err != nil {
+		return err
+	}
+	r.restored = false
+	if r.kept, err = r.store.KeptTemporaries(ctx); err != nil {
+		return err
+	}
+	r.setLost(nil)
+	r.endedBefore, err = r.store.MarkRunning(ctx)
+	return err
+}
+
+// startPosition is where the run starts: the target's position, or, when
+// the target has none, --start-position, seeded there.
+func (r *Replica) startPosition(ctx context.Context) (checkpoint.Applied, error) {
+	applied, err := r.store.Applied(ctx)
+	if err != nil {
+		return applied, err
+	}
+	if applied.Position.IsEmpty() && len(applied.Extra) == 0 && r.cfg.Start != nil {
+		if err := r.store.Seed(ctx, *r.cfg.Start); err != nil {
+			return applied, err
+		}
+		applied.Position = r.cfg.Start.Clone()
+	}
+	return applied, nil
+}
+
+// openRelay opens the relay log, dropping what it holds past the target's
+// position when it was fetched from another server than the source.
+func (r *Replica) openRelay(applied checkpoint.Applied) (*binlog.RelayLog, error) {
+	relay, err := binlog.OpenRelay(r.cfg.Relay)
+	if err != nil {
+		return nil, err
+	}
 	if previous, dropped, err := relay.SwitchSource(applied.Position); err != nil {
-		return Result{}, err
+		relay.Close()
+		return nil, err
 	} else if dropped {
 		r.log.Warn("the relay log was fetched from another server than the source: its transactions past the target's position are dropped and fetched from the source, which may not have them all (after a failover, what the old primary wrote last and the promoted replica never got is not applied)",
 			"fetched from", previous, "source", r.cfg.Relay.Source, "target position", applied.Position.String())
@@ -361,930 +390,5 @@ func (r *Replica) run(ctx context.Context) (res Result, err error) {
 	} else if previous != "" && previous != r.cfg.Relay.Source {
 		r.log.Info("the source is another server than the one the relay log was fetched from; fetching from the target's position", "fetched from", previous, "source", r.cfg.Relay.Source)
 	}
-
-	stopProgress := r.reportProgress(relay)
-	defer stopProgress()
-	stopReport := r.reportWorkers()
-	defer stopReport()
-
-	// A corrupt relay log is fetched again from the source, at most
-	// maxRefetches times at one position: the same damage again comes from
-	// the source or from the disk, and fetching more would loop for ever.
-	const maxRefetches = 3
-	refetches, refetchedAt := 0, r.currentPosition()
-	for {
-		res, err := r.session(ctx, relay)
-		if errors.Is(err, binlog.ErrCorruptRelay) && ctx.Err() == nil {
-			if at := r.currentPosition(); !at.Equal(refetchedAt) {
-				refetches, refetchedAt = 0, at
-			}
-			if refetches++; refetches > maxRefetches {
-				return res, fmt.Errorf("%w\nthe relay log was fetched again from the source %d times and is still corrupt after position %s: check the source's binlog after that position (mariadb-binlog --start-position) and the disk under %s, then remove %s and run again",
-					err, maxRefetches, refetchedAt, r.cfg.Relay.Dir, r.cfg.Relay.Dir)
-			}
-			r.log.Warn("relay log is corrupt; fetching its events again from the source", "error", err, "attempt", refetches, "of", maxRefetches)
-			if err := relay.Reset(r.currentPosition()); err != nil {
-				return res, err
-			}
-			continue
-		}
-		return res, err
-	}
-}
-
-// session runs receiver, decoder, coordinator and workers until the run ends.
-func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, error) {
-	applied, err := r.store.Applied(ctx)
-	if err != nil {
-		return Result{}, err
-	}
-	// From here on a stop ends the pipeline at a gap-less point, which
-	// reports it; before, what the start-up read gave up on it.
-	r.applying = true
-	if !relay.Continues(applied.Position) {
-		if err := relay.Reset(applied.Position); err != nil {
-			return Result{}, err
-		}
-	}
-	catalog := target.NewCatalog(r.cfg.Target)
-	r.engines = target.NewEngines(r.cfg.Target, r.cfg.Session.KeepGTID && r.cfg.Session.WriteBinlog)
-	policy, err := schedule.New(r.cfg.Policy, catalog)
-	if err != nil {
-		return Result{}, err
-	}
-	ws, _ := policy.(*schedule.Writeset)
-	if ws != nil {
-		ws.Warn = func(msg string) { r.log.Warn(msg) }
-	}
-	var rowKeyTables, wholeTables uint64 // what ws said last
-
-	pipeCtx, cancelPipe := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelPipe()
-	skip := make(map[gtid.MariaDBGTID]bool, len(r.cfg.Skip))
-	for _, g := range r.cfg.Skip {
-		skip[g] = true
-	}
-	recvCfg := r.cfg.Receiver
-	recvCfg.Skip = func(g gtid.MariaDBGTID) bool { return skip[g] }
-	receiver := binlog.NewReceiver(recvCfg, relay)
-	r.mu.Lock()
-	r.receiver = receiver
-	r.mu.Unlock()
-	r.clock.Store(receiver)
-	recvErr := make(chan error, 1)
-	go func() { recvErr <- receiver.Run(pipeCtx) }()
-	// Groups past a gap that a run before applied come out of the decoder
-	// and pass like filtered ones (marked AppliedAhead below), so that the
-	// position, and --until, pass them.
-	decoder := binlog.NewDecoder(relay, applied.Position)
-	r.mu.Lock()
-	r.ahead = slices.Collect(maps.Keys(applied.Extra))
-	r.mu.Unlock()
-	// A group the decoder cannot turn into a transaction passes as one
-	// with nothing to apply when --skip-gtid names it.
-	decoder.Skip = func(g gtid.MariaDBGTID) bool { return skip[g] }
-	held := make([]binlog.HeldTemporary, len(r.kept))
-	for i, k := range r.kept {
-		held[i] = binlog.HeldTemporary{Thread: k.Thread, Schema: k.DB, Table: k.Name}
-	}
-	decoder.HoldTemporary(held)
-	if r.cfg.MaxQueued <= 0 {
-		r.cfg.MaxQueued = 64 << 20
-	}
-	budget := newByteBudget(r.cfg.MaxQueued)
-	txns := make(chan *binlog.Transaction, queueDepth(r.cfg.BatchMax))
-	r.observeSession(relay, txns, budget)
-	decErr := make(chan error, 1)
-	decoded := make(chan struct{})
-	// The decoder is closed once its goroutine has ended, never under it:
-	// closing the relay reader amid its Next ends in a nil file (found by
-	// the conformance short list's stopped variant: a panic as a stop
-	// returned while the goroutine still read).
-	defer func() {
-		cancelPipe()
-		<-decoded
-		decoder.Close()
-	}()
-	go func() {
-		defer close(decoded)
-		defer close(txns)
-		for {
-			if err := budget.room(pipeCtx); err != nil {
-				decErr <- err
-				return
-			}
-			txn, err := decoder.Next(pipeCtx)
-			if err != nil {
-				decErr <- err
-				return
-			}
-			if !r.endedBefore {
-				// The run before was killed: the temporary tables the
-				// source's sessions held then are lost on the target.
-				r.endedBefore = true
-				held, ok := decoder.HeldAtStart()
-				switch {
-				case !ok:
-					r.log.Warn("the run before ended without keeping the source's temporary tables (killed?), and which ones the source's sessions held cannot be told from the relay log; a statement that makes one again with IF NOT EXISTS would leave the target short of its rows")
-				case len(held) > 0:
-					r.setLost(held)
-				}
-			}
-			r.obs.decodedBytes.Add(int64(txn.Size))
-			if err := budget.take(pipeCtx, int64(txn.Size)); err != nil {
-				decErr <- err
-				return
-			}
-			if applied.Extra[txn.MariaDB] {
-				txn.Events, txn.Filtered, txn.AppliedAhead = nil, true, true
-			} else if own, err := r.ownGroup(txn); err != nil {
-				decErr <- err
-				return
-			} else if own {
-				txn.Events, txn.Filtered = nil, true
-			} else if kept, ok := r.cfg.Filter.Apply(txn); !ok {
-				txn.Filtered = true
-			} else {
-				txn = kept
-				r.warnUnsafe(txn)
-			}
-			select {
-			case txns <- txn:
-			case <-pipeCtx.Done():
-				decErr <- pipeCtx.Err()
-				return
-			}
-		}
-	}()
-
-	r.clog = newCommitLog()
-	r.mu.Lock()
-	r.positionGI = 0
-	r.mu.Unlock()
-	done := make(chan result, r.cfg.Workers)
-	workers := make([]*worker, r.cfg.Workers)
-	var wg sync.WaitGroup
-	idle := make([]*worker, 0, r.cfg.Workers)
-	for i := range workers {
-		w := newWorker(r, i)
-		workers[i] = w
-		idle = append(idle, w)
-		wg.Add(1)
-		go func() { defer wg.Done(); w.loop(ctx, done) }()
-	}
-	r.mu.Lock()
-	r.workers = workers
-	r.mu.Unlock()
-	defer func() {
-		for _, w := range workers {
-			close(w.jobs)
-		}
-		wg.Wait()
-	}()
-	stopWatchdog := r.watchdog()
-	defer stopWatchdog()
-	stopProbe := r.probeTargetWaits()
-	defer stopProbe()
-
-	var (
-		gi        int64
-		inflight  = map[int64]*job{}
-		committed = map[int64]*binlog.Transaction{}
-		barrier   int64 // a DDL in flight: admit nothing until it commits
-		stopping  bool
-		reason    string
-		runErr    error
-		stopped   = ctx.Done()
-		grace     <-chan time.Time // a stop's grace for the batches in flight
-		// parked: the statement session keeps an XA branch prepared on the
-		// connection that holds the source's temporary tables; a stop then
-		// waits, up to parkedStopWait, for the group that ends it (see
-		// stop.go). finishing is that wait.
-		parked    bool
-		finishing <-chan time.Time
-		// onStatementSession is the job the statement session's worker
-		// holds, nil while it is idle.
-		onStatementSession *job
-	)
-	stopNow := func() {
-		stopping, reason = true, "stopped"
-		r.clog.drop(r.highestStarted())
-		grace = time.After(stopGrace)
-	}
-	received := recvErr // nil once the receiver has ended
-	// drainErr is the receiver's end that waits for what it received to be
-	// applied (binlog.SourceError.Drain); drainTo is then the relay log's end.
-	var drainErr error
-	var drainTo gtid.MariaDBPosition
-	queue := (<-chan *binlog.Transaction)(txns)
-	// dispatch hands txn (and what gather batches behind it) to an idle
-	// worker, or passes it when the filters left nothing of it.
-	// takeWorker removes a worker from idle: the last one (not worker 0
-	// when another is idle), or, for a transaction of statements, worker 0,
-	// the statement session (see target.NeedsStatementSession).
-	takeWorker := func(statements bool) *worker {
-		at := len(idle) - 1
-		if statements {
-			at = slices.Index(idle, workers[0])
-		} else if idle[at] == workers[0] && at > 0 {
-			// Others' jobs keep off the statement session: it stays free
-			// for statements, and a job that switches GTID domains cannot
-			// on a session holding temporary tables.
-			at--
-		}
-		w := idle[at]
-		idle = slices.Delete(idle, at, at+1)
-		return w
-	}
-	// ready reports whether txn can be dispatched now: a transaction of
-	// statements waits for the statement session's worker.
-	ready := func(txn *binlog.Transaction) bool {
-		return !target.NeedsStatementSession(txn) || slices.Contains(idle, workers[0])
-	}
-	dispatch := func(txn *binlog.Transaction) {
-		if err := r.engines.Mark(txn); err != nil {
-			stopping, runErr = true, err
-			return
-		}
-		if txn.Has(binlog.FlagDDL) {
-			r.engines.Invalidate()
-		}
-		if !ready(txn) {
-			r.pending = txn
-			return
-		}
-		batch, more, err := r.gather(txn, queue, skip)
-		if err != nil {
-			stopping, runErr = true, err
-			return
-		}
-		if !more {
-			queue = nil // the decoder ended
-			stopping, runErr = true, <-decErr
-		}
-		if len(batch) == 0 {
-			stopping, reason = true, "until reached"
-			return
-		}
-		if batch[0].Filtered {
-			// Nothing to apply: the position passes it as soon as everything before it commits.
-			gi++
-			r.clog.commit(gi)
-			committed[gi] = batch[0]
-			r.advance(committed)
-			if !batch[0].AppliedAhead && !batch[0].RolledBack {
-				r.filtered.Add(1)
-			}
-			budget.give(int64(batch[0].Size))
-			if !stopping && (r.untilAfter(batch[0]) || r.untilReached()) {
-				stopping, reason = true, "until reached"
-			}
-			return
-		}
-		j := &job{gi: gi + 1, txns: batch, skip: len(batch) == 1 && skip[batch[0].MariaDB], alone: len(batch) > 1 && target.FollowsAlone(batch[0])}
-		// waits: the members that wait for a transaction still to commit
-		// before the batch, directly or through a member that does.
-		waits := make([]bool, len(batch))
-		for i, member := range batch {
-			gi++
-			deps, err := admit(policy, gi, member)
-			if err != nil {
-				stopping, runErr = true, fmt.Errorf("schedule %s: %w", member, err)
-				return
-			}
-			for _, d := range deps {
-				switch {
-				case d >= j.gi:
-					waits[i] = waits[i] || waits[d-j.gi]
-				default:
-					j.deps = append(j.deps, d)
-					waits[i] = waits[i] || !r.clog.committed(d)
-				}
-			}
-		}
-		j.ahead = aheadOf(waits)
-		if ws != nil {
-			rows, whole := ws.StatementTables()
-			r.obs.statementRowKeys.Add(int64(rows - rowKeyTables))
-			r.obs.statementWholeTables.Add(int64(whole - wholeTables))
-			rowKeyTables, wholeTables = rows, whole
-		}
-		r.observeDispatch(j, inflight, policy.Barrier())
-		inflight[j.gi] = j
-		w := takeWorker(target.NeedsStatementSession(batch[0]))
-		if w.slot == 0 {
-			onStatementSession = j
-		}
-		w.jobs <- j
-		if policy.Barrier() {
-			barrier = gi
-		}
-		if r.untilAfter(batch[len(batch)-1]) {
-			stopping, reason = true, "until reached"
-		}
-	}
-	for {
-		if stopping && len(inflight) == 0 {
-			cancelPipe()
-			if received != nil {
-				<-recvErr
-			}
-			return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), RanAhead: r.ranAhead.Load(), StateTime: stateTime(workers), Reason: reason, Statements: maps.Clone(r.statements),
-				StatementRowKeys: r.obs.statementRowKeys.Load(), StatementWholeTables: r.obs.statementWholeTables.Load()}, runErr
-		}
-		var in <-chan *binlog.Transaction
-		if !stopping && len(idle) > 0 && barrier == 0 {
-			switch {
-			case r.pending == nil:
-				in = queue
-			case ready(r.pending):
-				// A transaction gather took from the queue but could not
-				// batch, or one that waited for its worker, goes first.
-				txn := r.pending
-				r.pending = nil
-				dispatch(txn)
-				continue
-			}
-		}
-		select {
-		case <-stopped:
-			stopped = nil
-			// An XA PREPARE the statement session runs may park its branch
-			// too: the stop waits for the job to say.
-			mayPark := onStatementSession != nil && slices.ContainsFunc(onStatementSession.txns, target.PreparesXA)
-			if (parked || mayPark) && !stopping {
-				r.log.Info("stop: applying on until the XA transaction prepared on the connection that holds the source's temporary tables ends", "at most", parkedStopWait)
-				finishing = time.After(parkedStopWait)
-				continue
-			}
-			stopNow()
-		case <-finishing:
-			finishing = nil
-			stopNow() // the statement session's worker warns as it ends
-		case <-grace:
-			grace = nil
-			r.interruptBatches()
-		case err := <-received:
-			received = nil
-			var se *binlog.SourceError
-			switch {
-			case stopping:
-			case errors.As(err, &se) && se.Drain:
-				// What was received before it is applied first (as
-				// MariaDB's SQL thread goes on after its IO thread stops).
-				drainTo, drainErr = relay.End(), err
-				if r.currentPosition().Covers(drainTo) {
-					stopping, runErr = true, err
-				}
-			default:
-				stopping, runErr = true, err
-				r.clog.drop(r.highestStarted())
-			}
-		case txn, ok := <-in:
-			if !ok {
-				stopping, runErr = true, <-decErr
-				var incident *binlog.IncidentError
-				if !errors.As(runErr, &incident) {
-					r.clog.drop(r.highestStarted())
-				}
-				// At an incident, everything before it is applied: the
-				// decoder ended there, and all before it is in flight.
-				continue
-			}
-			dispatch(txn)
-		case res := <-done:
-			r.observeFinished(res.job, res.err)
-			idle = append(idle, res.w)
-			if res.w.slot == 0 {
-				onStatementSession = nil
-				parked = res.parked
-				if finishing != nil && !parked {
-					finishing = nil
-					stopNow()
-				}
-			}
-			delete(inflight, res.job.gi)
-			if res.job.last() == barrier {
-				barrier = 0
-			}
-			if res.applied > 0 {
-				r.batches.Add(1)
-				for i, member := range res.job.txns[:res.applied] {
-					if target.HasStatements(member) {
-						r.statements[res.w.slot]++
-					}
-					budget.give(int64(member.Size))
-					policy.Committed(res.job.gi + int64(i))
-					committed[res.job.gi+int64(i)] = member
-					crashPoint(r.applied.Add(1))
-				}
-				r.advance(committed)
-				relay.Purge(r.currentPosition())
-				if !stopping && r.untilReached() {
-					stopping, reason = true, "until reached"
-				}
-				if !stopping && drainErr != nil && r.currentPosition().Covers(drainTo) {
-					stopping, runErr = true, drainErr
-				}
-			}
-			switch {
-			case res.err == nil, errors.Is(res.err, errDropped):
-			default:
-				if !stopping || runErr == nil {
-					runErr = r.stopError(res.err)
-				}
-				stopping = true
-				r.clog.drop(res.job.gi + int64(res.applied) - 1)
-			}
-		}
-	}
-}
-
-// stateTime sums the time workers spent in each state.
-func stateTime(workers []*worker) map[WorkerState]time.Duration {
-	spent := map[WorkerState]time.Duration{}
-	for _, w := range workers {
-		w.timeIn(spent)
-	}
-	return spent
-}
-
-// aheadOf marks the members of a batch that wait for nothing outside it,
-// nor for a member that does: they may run first, while what the batch
-// waits for executes (worker.runAhead). A policy lets two transactions
-// overlap only if either order gives the same result, so running them
-// before the members that wait, within the batch's one target
-// transaction, changes nothing of its result. It returns nil when all of
-// them or none wait.
-func aheadOf(waits []bool) []bool {
-	n := 0
-	for _, w := range waits {
-		if w {
-			n++
-		}
-	}
-	if n == 0 || n == len(waits) {
-		return nil
-	}
-	ahead := make([]bool, len(waits))
-	for i, w := range waits {
-		ahead[i] = !w
-	}
-	return ahead
-}
-
-// queueDepth is how many decoded transactions wait for the coordinator: a
-// few full batches, so that gather finds a batch's worth whenever the
-// decoder keeps up, and not many more. A transaction decoded far ahead
-// only holds memory (several times its size in the binlog) that the
-// garbage collector scans and the cache loses, until it is applied.
-func queueDepth(batchMax int) int {
-	return max(1024, 4*batchMax)
-}
-
-// gather takes txn and, while more are queued, the transactions after it
-// that can share one target transaction with it: a batch ends where the
-// queue runs dry, so batching never holds a transaction back. It returns no
-// transaction when txn lies beyond --until, and more=false when the decoder
-// has ended.
-func (r *Replica) gather(txn *binlog.Transaction, txns <-chan *binlog.Transaction, skip map[gtid.MariaDBGTID]bool) (batch []*binlog.Transaction, more bool, err error) {
-	accept := func(t *binlog.Transaction) error {
-		if t.Flavor != binlog.FlavorMariaDB {
-			return fmt.Errorf("%s: only MariaDB sources are applied so far", t)
-		}
-		return nil
-	}
-	if err := accept(txn); err != nil {
-		return nil, true, err
-	}
-	if r.cfg.Until != nil && !r.cfg.Until.Contains(txn.MariaDB) {
-		return nil, true, nil
-	}
-	batch = []*binlog.Transaction{txn}
-	if r.pending != nil {
-		panic("gather with a pending transaction")
-	}
-	size, limit := txn.Size, batchBytes
-	if r.cfg.BatchBytes > 0 {
-		limit = r.cfg.BatchBytes
-	}
-	// joins says whether a transaction may join the batch: one that can
-	// share its target transaction, or, after a group applied alone, the
-	// next such group (a run of them, applied one by one: job.alone).
-	joins := target.Joiner(txn)
-	for !txn.Filtered && r.cfg.BatchMax > 1 && len(batch) < r.cfg.BatchMax && size < limit && joins != nil && !skip[txn.MariaDB] && !r.untilAfter(batch[len(batch)-1]) {
-		var next *binlog.Transaction
-		select {
-		case t, ok := <-txns:
-			if !ok {
-				return batch, false, nil
-			}
-			next = t
-		default:
-			return batch, true, nil
-		}
-		if err := r.engines.Mark(next); err != nil {
-			return nil, true, err
-		}
-		if next.Filtered || !joins(next) || skip[next.MariaDB] || next.MariaDB.Domain != txn.MariaDB.Domain || next.SourceStarts != txn.SourceStarts ||
-			target.NeedsStatementSession(next) != target.NeedsStatementSession(txn) ||
-			!bytes.Equal(next.Format.Raw, txn.Format.Raw) || accept(next) != nil {
-			r.pending = next
-			return batch, true, nil
-		}
-		batch = append(batch, next)
-		size += next.Size
-	}
-	return batch, true, nil
-}
-
-// untilAfter reports whether txn is the last transaction --until asks for.
-func (r *Replica) untilAfter(txn *binlog.Transaction) bool {
-	if r.cfg.Until == nil {
-		return false
-	}
-	g, ok := r.cfg.Until.Get(txn.MariaDB.Domain)
-	return ok && txn.MariaDB.Seq >= g.Seq && len(r.cfg.Until.Domains()) == 1
-}
-
-// setLost makes held the temporary tables source sessions hold that the
-// target lost.
-func (r *Replica) setLost(held []binlog.HeldTemporary) {
-	r.lostMu.Lock()
-	r.lost = held
-	r.lostMu.Unlock()
-	r.lostN.Add(1)
-}
-
-func (r *Replica) lostTemporary() []binlog.HeldTemporary {
-	r.lostMu.Lock()
-	defer r.lostMu.Unlock()
-	return r.lost
-}
-
-// highestStarted is the highest group index a worker has begun to execute:
-// the nearest gap-less point a stop can reach without waiting for more.
-func (r *Replica) highestStarted() int64 {
-	high := r.clog.low()
-	for _, w := range r.currentWorkers() {
-		st, gi, _ := w.snapshot()
-		if gi > high && st.State != StateWaitingDeps && st.State != StateAhead && st.State != StateIdle {
-			high = gi
-		}
-	}
-	return high
-}
-
-// advance moves the gap-less position over the transactions committed in
-// group-index order.
-func (r *Replica) advance(committed map[int64]*binlog.Transaction) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for {
-		txn, ok := committed[r.positionGI+1]
-		if !ok {
-			return
-		}
-		delete(committed, r.positionGI+1)
-		r.positionGI++
-		r.position.Advance(txn.MariaDB)
-		r.lastSource = txn.SourceTime
-		if len(r.ahead) > 0 && slices.ContainsFunc(r.ahead, r.position.Contains) {
-			r.ahead = slices.DeleteFunc(slices.Clone(r.ahead), r.position.Contains)
-		}
-	}
-}
-
-// appliedIn notes that this run committed a transaction of domain d.
-func (r *Replica) appliedIn(d uint32) {
-	if !r.hasApplied(d) {
-		r.domainsApplied.Store(d, true)
-	}
-}
-
-// appliedBefore reports whether j is a group the run before applied
-// without writing its position: the target's binlog holds its domain up
-// to a GTID past it (through), and every group of the domain up to there
-// must be one that applies alone, the last one that GTID. Anything else
-// there is not gapless's: the run stops rather than skip or apply it.
-func (r *Replica) appliedBefore(j *job) (bool, error) {
-	v, ok := r.through.Load(j.txns[0].MariaDB.Domain)
-	if !ok {
-		return false, nil
-	}
-	through := v.(gtid.MariaDBGTID)
-	for _, txn := range j.txns {
-		g := txn.MariaDB
-		switch {
-		case g.Seq > through.Seq:
-			continue
-		case len(j.txns) > 1 || !target.AppliesAlone(txn) || g.Seq == through.Seq && g != through:
-			return false, fmt.Errorf("the target's binlog holds %s, past %s, which gapless has not applied: the run before left groups applied without their positions, but %s is not one of them; something besides this stream writes GTID domain %d on the target, and applying or skipping could both be wrong, so gapless stops (check the target's binlog)", through, g, g, g.Domain)
-		}
-		return true, nil
-	}
-	return false, nil
-}
-
-// passThrough forgets the groups of txn's domain the run before applied
-// without their positions once txn, committed, is past them.
-func (r *Replica) passThrough(txn *binlog.Transaction) {
-	if v, ok := r.through.Load(txn.MariaDB.Domain); ok && txn.MariaDB.Seq >= v.(gtid.MariaDBGTID).Seq {
-		r.through.Delete(txn.MariaDB.Domain)
-	}
-}
-
-// hasApplied reports whether this run committed a transaction of domain d.
-// guardedGroup is a group whose position was written only because the
-// target's binlog held no GTID of its domain past it.
-type guardedGroup struct {
-	gi     int64
-	domain uint32
-}
-
-// followsGuarded reports whether the group at gi, of domain d, comes right
-// after a group whose guarded position proved that the target's binlog
-// held nothing of d past it: nothing of this stream has binlogged in d
-// since, so the group at gi is not there.
-func (r *Replica) followsGuarded(gi int64, d uint32) bool {
-	g := r.guarded.Load()
-	return g != nil && g.gi == gi-1 && g.domain == d
-}
-
-func (r *Replica) hasApplied(d uint32) bool {
-	_, ok := r.domainsApplied.Load(d)
-	return ok
-}
-
-// gapless returns the gap-less position, the group index it stands at, and
-// the groups past it that a run before applied (Replica.ahead).
-func (r *Replica) gapless() (int64, gtid.MariaDBPosition, []gtid.MariaDBGTID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.positionGI, r.position.Clone(), r.ahead
-}
-
-// listsAbove reports whether position rows list the groups their slot
-// committed above the gap-less position: under causal commit order, and
-// while groups that a run before applied past a gap are ahead of it.
-func (r *Replica) listsAbove() bool {
-	if r.cfg.CommitOrder == Causal {
-		return true
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.ahead) > 0
-}
-
-// stopError adds to a permanent apply error how to get past it.
-func (r *Replica) stopError(err error) error {
-	var stayed *stayedError
-	if errors.As(err, &stayed) {
-		return fmt.Errorf("%w\nreplication stopped before %s", err, stayed.gtid)
-	}
-	var ae *target.ApplyError
-	if !errors.As(err, &ae) {
-		return err
-	}
-	if ae.Code == errLockWaitTimeout {
-		// Every retry waited as long: what holds the lock is not a
-		// transaction of this run that commits in time.
-		why := "another client of the target, or a prepared XA transaction on it (XA RECOVER lists them), holds a row it writes"
-		if r.cfg.Policy == "domain" {
-			why += "; or a group of another GTID domain does: --policy domain takes domains as independent, and where they write the same rows, --policy writeset orders them"
-		}
-		err = fmt.Errorf("%w\n%s", err, why)
-	}
-	return fmt.Errorf("%w\nreplication stopped before %s; fix the cause and run again, or skip this transaction with --skip-gtid %s (the target then lacks its changes for good)", err, ae.GTID, ae.GTID)
-}
-
-// errLockWaitTimeout is ER_LOCK_WAIT_TIMEOUT.
-const errLockWaitTimeout = 1205
-
-func (r *Replica) currentPosition() gtid.MariaDBPosition {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.position.Clone()
-}
-
-func (r *Replica) untilReached() bool {
-	if r.cfg.Until == nil {
-		return false
-	}
-	return r.currentPosition().Covers(*r.cfg.Until)
-}
-
-func (r *Replica) currentWorkers() []*worker {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.workers
-}
-
-// workerStatus returns a snapshot of every worker.
-func (r *Replica) workerStatus() []WorkerStatus {
-	workers := r.currentWorkers()
-	out := make([]WorkerStatus, 0, len(workers))
-	for _, w := range workers {
-		st, _, _ := w.snapshot()
-		out = append(out, st)
-	}
-	return out
-}
-
-// lagSeconds is how far the target is behind at now, with behind
-// transactions received and not applied: how long ago the source wrote the
-// oldest transaction a worker holds (as MariaDB's Seconds_Behind_Master
-// reads the event its SQL thread executes), else the last one applied
-// (lastSource); 0 when none is behind. A worker held back by the target
-// thus shows a lag that grows from its transaction's time, not 0 (nothing
-// applied yet in this run) nor the age of the last one applied before a
-// quiet hour.
-func (r *Replica) lagSeconds(now time.Time, behind uint64, lastSource time.Time) float64 {
-	if behind == 0 {
-		return 0
-	}
-	oldest := time.Time{}
-	for _, w := range r.currentWorkers() {
-		w.mu.Lock()
-		if j := w.held; j != nil && len(j.txns) > 0 && (oldest.IsZero() || j.txns[0].SourceTime.Before(oldest)) {
-			oldest = j.txns[0].SourceTime
-		}
-		w.mu.Unlock()
-	}
-	if oldest.IsZero() {
-		oldest = lastSource
-	}
-	if oldest.IsZero() {
-		return 0
-	}
-	return max(0, now.Sub(r.sourceTime(oldest)).Seconds())
-}
-
-// ownGroup reports whether txn is a group the target wrote itself (its
-// server id), which came back through a source that replicates from the
-// target: applying it again would apply the target's own writes twice. The
-// first is named in the log. Under causal commit order with the target's
-// binlog written, a ring is an error: the target logs the source's groups
-// under its own server id, and the source's replica applies them again.
-func (r *Replica) ownGroup(txn *binlog.Transaction) (bool, error) {
-	if r.cfg.TargetServerID == 0 || txn.Flavor != binlog.FlavorMariaDB || txn.MariaDB.Server != r.cfg.TargetServerID {
-		return false, nil
-	}
-	if r.cfg.CommitOrder == Causal && r.cfg.Session.WriteBinlog {
-		return true, fmt.Errorf("%s was written by the target itself (server id %d) and came back through the source: the source replicates from the target (a replication ring). "+
-			"Under --commit-order causal the target logs the source's transactions under its own server id and GTIDs, which the source's replica takes for the target's writes and applies a second time. "+
-			"Run with --commit-order strict (the default; the target then logs them under the source's GTIDs, which the source passes) or --no-target-binlog, and compare the source with the target: transactions applied since the ring began may have been applied twice there",
-			txn.GTID(), r.cfg.TargetServerID)
-	}
-	r.ownSeen.Do(func() {
-		r.log.Info("passing the groups the target wrote itself, which come back through the source (a replication ring), as MariaDB's replica does", "first", txn.GTID())
-	})
-	return true, nil
-}
-
-// sourceTime is t, a time of the source's clock (an event's timestamp), on
-// this host's clock, as far as the receiver measured the two apart: lag
-// read against a source whose clock is off stays the time the target is
-// behind, as MariaDB's Seconds_Behind_Master does.
-func (r *Replica) sourceTime(t time.Time) time.Time {
-	if recv := r.clock.Load(); recv != nil {
-		return t.Add(recv.ClockOffset())
-	}
-	return t
-}
-
-// reportProgress calls cfg.Progress every interval until the returned func is called.
-func (r *Replica) reportProgress(relay *binlog.RelayLog) func() {
-	if r.cfg.Progress == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(r.cfg.ProgressEvery)
-		defer tick.Stop()
-		last, lastAt := r.applied.Load(), time.Now()
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-tick.C:
-				n := r.applied.Load()
-				p := Progress{Applied: n, Filtered: r.filtered.Load(), PerSecond: float64(n-last) / now.Sub(lastAt).Seconds(), Received: relay.End()}
-				last, lastAt = n, now
-				r.mu.Lock()
-				p.Position = r.position.Clone()
-				lastSource := r.lastSource
-				p.SourceConnected = r.receiver != nil && r.receiver.Connected()
-				if r.receiver != nil {
-					p.SourceDownSince = r.receiver.DownSince()
-					p.RelayFullSince = r.receiver.RelayFullSince()
-				}
-				r.mu.Unlock()
-				if ns := r.targetDownSince.Load(); ns != 0 {
-					p.TargetDownSince = time.Unix(0, ns)
-				}
-				p.Workers = r.workerStatus()
-				p.TargetWait = r.targetWait.Load()
-				p.TargetNode, p.TargetSwitches = r.targetNode()
-				p.Behind = behind(p.Received, p.Position)
-				p.LagSeconds = r.lagSeconds(now, p.Behind, lastSource)
-				r.cfg.Progress(p)
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
-}
-
-// targetNode is the node of a target URL's node list the workers write to,
-// and how many times they moved; "" and 0 for one server.
-func (r *Replica) targetNode() (string, int) {
-	if nodes := r.cfg.Session.Server.Nodes; nodes != nil {
-		return nodes.Current(), nodes.Switches()
-	}
-	return "", 0
-}
-
-// reportWorkers writes the workers' states to the target about once a
-// second, for `gapless status`, and removes them when the run ends.
-func (r *Replica) reportWorkers() func() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var conn *sql.Conn
-		defer func() {
-			if conn != nil {
-				end, cancelEnd := context.WithTimeout(context.Background(), 2*time.Second)
-				r.store.ReportWorkers(end, conn, nil)
-				cancelEnd()
-				checkpoint.Discard(conn)
-			}
-		}()
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			// These reports are the run's probe of the target: a report that
-			// cannot reach it marks the target down for the progress line.
-			if conn == nil {
-				c, err := r.cfg.Target.Conn(ctx)
-				if err != nil {
-					r.targetDownSince.CompareAndSwap(0, time.Now().UnixNano())
-					continue
-				}
-				conn = c
-			}
-			var rows []checkpoint.WorkerRow
-			for _, st := range r.workerStatus() {
-				rows = append(rows, checkpoint.WorkerRow{Slot: st.Slot, State: string(st.State), GTID: st.GTID, Since: st.Since})
-			}
-			err := r.store.ReportWorkers(ctx, conn, rows)
-			switch {
-			case err == nil:
-				r.targetDownSince.Store(0)
-			case ctx.Err() == nil:
-				if target.Lost(err) {
-					r.targetDownSince.CompareAndSwap(0, time.Now().UnixNano())
-				}
-				checkpoint.Discard(conn)
-				conn = nil
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
-}
-
-// behind counts the transactions in received that applied does not hold,
-// from the sequence numbers of each domain.
-func behind(received, applied gtid.MariaDBPosition) uint64 {
-	var n uint64
-	for _, d := range received.Domains() {
-		rec, _ := received.Get(d)
-		a, ok := applied.Get(d)
-		if !ok {
-			n += rec.Seq
-		} else if rec.Seq > a.Seq {
-			n += rec.Seq - a.Seq
-		}
-	}
-	return n
-}
-
-// admit asks the policy for a transaction's dependencies. A panic there is
-// a gapless bug: it becomes an error that stops the run cleanly, naming the
-// group, for a bug report, instead of a crash.
-func admit(policy schedule.Policy, gi int64, txn *binlog.Transaction) (deps schedule.Deps, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			deps, err = nil, fmt.Errorf("a gapless bug: panic: %v (report it with the source's binlog of this transaction)", r)
-		}
-	}()
-	return policy.Admit(gi, txn)
+	return relay, nil
 }

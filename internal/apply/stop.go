@@ -86,3 +86,16 @@ func (r *Replica) killQuery(ctx context.Context, conn int64) {
 		r.log.Debug("cannot interrupt", "connection", conn, "error", err)
 	}
 }
+
+// highestStarted is the highest group index a worker has begun to execute:
+// the nearest gap-less point a stop can reach without waiting for more.
+func (r *Replica) highestStarted() int64 {
+	high := r.clog.low()
+	for _, w := range r.currentWorkers() {
+		st, gi, _ := w.snapshot()
+		if gi > high && st.State != StateWaitingDeps && st.State != StateAhead && st.State != StateIdle {
+			high = gi
+		}
+	}
+	return high
+}

@@ -90,3 +90,28 @@ func (r *Replica) noteFailedBefore(ctx context.Context) error {
 	}
 	return nil
 }
+
+// stopError adds to a permanent apply error how to get past it.
+func (r *Replica) stopError(err error) error {
+	var stayed *stayedError
+	if errors.As(err, &stayed) {
+		return fmt.Errorf("%w\nreplication stopped before %s", err, stayed.gtid)
+	}
+	var ae *target.ApplyError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	if ae.Code == errLockWaitTimeout {
+		// Every retry waited as long: what holds the lock is not a
+		// transaction of this run that commits in time.
+		why := "another client of the target, or a prepared XA transaction on it (XA RECOVER lists them), holds a row it writes"
+		if r.cfg.Policy == "domain" {
+			why += "; or a group of another GTID domain does: --policy domain takes domains as independent, and where they write the same rows, --policy writeset orders them"
+		}
+		err = fmt.Errorf("%w\n%s", err, why)
+	}
+	return fmt.Errorf("%w\nreplication stopped before %s; fix the cause and run again, or skip this transaction with --skip-gtid %s (the target then lacks its changes for good)", err, ae.GTID, ae.GTID)
+}
+
+// errLockWaitTimeout is ER_LOCK_WAIT_TIMEOUT.
+const errLockWaitTimeout = 1205

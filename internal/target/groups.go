@@ -17,9 +17,6 @@
 package target
 
 import (
-	"encoding/hex"
-	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -304,70 +301,6 @@ func gtidFlags(txn *binlog.Transaction) (flags2, extra byte) {
 	return flags2, extra
 }
 
-// PreparesXA reports whether txn is the first phase of an XA transaction
-// (XA START ... XA PREPARE).
-func PreparesXA(txn *binlog.Transaction) bool { return shapeOf(txn) == shapeXAPrepare }
-
-func endsInXAPrepare(txn *binlog.Transaction) bool {
-	n := len(txn.Events)
-	return n > 0 && txn.Events[n-1].Header.EventType == replication.XA_PREPARE_LOG_EVENT
-}
-
-// xaStatements returns the XA START and XA PREPARE statements of an XA
-// PREPARE group, made from its XA END query, which names the transaction's
-// XID as the target must see it (X'gtrid',X'bqual',format).
-func xaStatements(txn *binlog.Transaction) (start, prepare string, err error) {
-	for _, ev := range txn.Events {
-		q, ok := ev.Data.(*replication.QueryEvent)
-		if !ok {
-			continue
-		}
-		text := strings.TrimSpace(string(q.Query))
-		if len(text) > 6 && strings.EqualFold(text[:6], "XA END") {
-			xid := strings.TrimSpace(text[6:])
-			return "XA START " + xid, "XA PREPARE " + xid, nil
-		}
-	}
-	return "", "", fmt.Errorf("%s: an XA PREPARE group without an XA END statement", txn)
-}
-
-// xid is an XA transaction's identifier.
-type xid struct {
-	format       int64
-	gtrid, bqual string
-}
-
-// parseXID reads an XID as the binlog's XA statements write it:
-// X'hex',X'hex',format.
-func parseXID(text string) (xid, bool) {
-	parts := strings.Split(strings.TrimSpace(text), ",")
-	if len(parts) != 3 {
-		return xid{}, false
-	}
-	var x xid
-	for i, p := range parts[:2] {
-		p = strings.TrimSpace(p)
-		if len(p) < 3 || (p[0] != 'X' && p[0] != 'x') || p[1] != '\'' || p[len(p)-1] != '\'' {
-			return xid{}, false
-		}
-		b, err := hex.DecodeString(p[2 : len(p)-1])
-		if err != nil {
-			return xid{}, false
-		}
-		if i == 0 {
-			x.gtrid = string(b)
-		} else {
-			x.bqual = string(b)
-		}
-	}
-	f, err := strconv.ParseInt(strings.TrimSpace(parts[2]), 10, 64)
-	if err != nil {
-		return xid{}, false
-	}
-	x.format = f
-	return x, true
-}
-
 // NeedsStatementSession reports whether txn runs source statements (not
 // only row events), which must all run on one target session, the
 // statement session: a temporary table lives in the session that created
@@ -433,13 +366,6 @@ func HasStatements(txn *binlog.Transaction) bool {
 		}
 	}
 	return false
-}
-
-// completesXA reports whether txn is the XA COMMIT or XA ROLLBACK that ends
-// a prepared XA transaction (the second phase).
-func completesXA(txn *binlog.Transaction) bool {
-	flags2, _ := gtidFlags(txn)
-	return txn.Flavor == binlog.FlavorMariaDB && flags2&gtidCompletedXA != 0
 }
 
 // ddlWithRows reports whether txn is a DDL group with row events after its

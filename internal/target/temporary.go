@@ -392,35 +392,6 @@ func (s *Session) seqFits(c *wire, txn *binlog.Transaction) (bool, error) {
 	return ok && last.Seq+1 == txn.MariaDB.Seq, nil
 }
 
-// endsXA returns the XID that txn, an XA COMMIT or XA ROLLBACK group, ends.
-func endsXA(txn *binlog.Transaction) xid {
-	x, _ := xaEnding(txn)
-	return x
-}
-
-// xaEnding returns the XID that txn, an XA COMMIT or XA ROLLBACK group,
-// ends, and its statement.
-func xaEnding(txn *binlog.Transaction) (xid, string) {
-	if !completesXA(txn) {
-		return xid{}, ""
-	}
-	for _, ev := range txn.Events {
-		q, ok := ev.Data.(*replication.QueryEvent)
-		if !ok {
-			continue
-		}
-		text := strings.TrimSpace(string(q.Query))
-		for _, verb := range []string{"XA COMMIT ", "XA ROLLBACK "} {
-			if len(text) > len(verb) && strings.EqualFold(text[:len(verb)], verb) {
-				if x, ok := parseXID(text[len(verb):]); ok {
-					return x, text
-				}
-			}
-		}
-	}
-	return xid{}, ""
-}
-
 // resumedScript adapts the script of a group that ends the parked branch:
 // a prepared branch's session may not set a GTID, so the group takes the
 // next sequence number of the domain (seqFits) under the source's server id.
