@@ -270,7 +270,7 @@ func (c Config) DSN(db string, params map[string]string) string {
 		// before them, so that a position read after a move is the
 		// cluster's, not one the node has yet to catch up to.
 		dc.Net = c.Nodes.network(c.ConnectTimeout())
-		dc.Addr = "cluster"
+		dc.Addr = c.Addr() // not dialled (the network's dialer picks the node); TLS verifies this name
 		dc.Params["wsrep_sync_wait"] = "1"
 	}
 	for k, v := range c.Params {
