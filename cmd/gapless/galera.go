@@ -17,26 +17,6 @@ import (
 	"gapless/internal/galera"
 )
 
-// readGalera reads the wsrep state of the server db reaches.
-func readGalera(ctx context.Context, db *sql.DB) (galera.Node, error) {
-	return galera.Read(func(query string) ([][]string, error) {
-		rows, err := db.QueryContext(ctx, query)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var out [][]string
-		for rows.Next() {
-			var name, value sql.NullString
-			if err := rows.Scan(&name, &value); err != nil {
-				return nil, err
-			}
-			out = append(out, []string{name.String, value.String})
-		}
-		return out, rows.Err()
-	})
-}
-
 // checkGaleraTarget reads whether the target is a Galera node, refuses one
 // that cannot take writes, and says at the start what the run does there.
 //
@@ -47,7 +27,7 @@ func readGalera(ctx context.Context, db *sql.DB) (galera.Node, error) {
 // and with wsrep_gtid_mode=ON the node refuses the session's server_id.
 // The source's GTIDs are in gapless's checkpoint table, on every node.
 func checkGaleraTarget(ctx context.Context, tgt *sql.DB, writeBinlog bool, logger *slog.Logger) (galera.Node, error) {
-	node, err := readGalera(ctx, tgt)
+	node, err := galera.ReadDB(ctx, tgt)
 	if err != nil {
 		return node, fmt.Errorf("target: %w", err)
 	}
@@ -87,7 +67,7 @@ func checkSourceNodes(ctx context.Context, src *sql.DB, cfg dburl.Config) error 
 	if cfg.Nodes == nil {
 		return nil
 	}
-	node, err := readGalera(ctx, src)
+	node, err := galera.ReadDB(ctx, src)
 	if err != nil {
 		return fmt.Errorf("source: %w", err)
 	}

@@ -215,9 +215,22 @@ func TestGaleraTargetRefusesWhatItCannotCopy(t *testing.T) {
 	}
 }
 
-// writingNode is the node of c that holds the most of gapless's
+// writingNode is the node of c that holds the most of gapless's apply
 // connections, or -1 when none does.
 func writingNode(t *testing.T, c *sandbox.Cluster) int {
+	t.Helper()
+	return busiestNode(t, c, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ?", sandbox.ApplierUser)
+}
+
+// dumpingNode is the node of c that serves gapless's binlog dump, or -1.
+func dumpingNode(t *testing.T, c *sandbox.Cluster) int {
+	t.Helper()
+	return busiestNode(t, c, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%' AND USER = ?", sandbox.ReplUser)
+}
+
+// busiestNode is the running node of c where count (a query of one
+// number, of user) answers the most, or -1 when it answers 0 everywhere.
+func busiestNode(t *testing.T, c *sandbox.Cluster, count, user string) int {
 	t.Helper()
 	best, most := -1, 0
 	for i, node := range c.Nodes {
@@ -229,7 +242,7 @@ func writingNode(t *testing.T, c *sandbox.Cluster) int {
 			continue
 		}
 		var n int
-		err = db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ?", sandbox.ApplierUser).Scan(&n)
+		err = db.QueryRow(count, user).Scan(&n)
 		db.Close()
 		if err == nil && n > most {
 			best, most = i, n
@@ -342,27 +355,6 @@ func waitRejoined(ctx context.Context, c *sandbox.Cluster, i int) error {
 		return err
 	}
 	return c.Restart(ctx, i)
-}
-
-// dumpingNode is the node of c that serves gapless's binlog dump, or -1.
-func dumpingNode(t *testing.T, c *sandbox.Cluster) int {
-	t.Helper()
-	for i, node := range c.Nodes {
-		if !node.Running() {
-			continue
-		}
-		db, err := node.Open("")
-		if err != nil {
-			continue
-		}
-		var n int
-		err = db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%' AND USER = ?", sandbox.ReplUser).Scan(&n)
-		db.Close()
-		if err == nil && n > 0 {
-			return i
-		}
-	}
-	return -1
 }
 
 // TestGaleraClusterToClusterSourceNodeKilled links two 3-node clusters, as

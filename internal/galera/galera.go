@@ -27,6 +27,8 @@
 package galera
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
@@ -92,6 +94,26 @@ func Read(q Query) (Node, error) {
 		n.setStatus(strings.ToLower(row[0]), row[1])
 	}
 	return n, nil
+}
+
+// ReadDB is Read over a database/sql pool.
+func ReadDB(ctx context.Context, db *sql.DB) (Node, error) {
+	return Read(func(query string) ([][]string, error) {
+		rows, err := db.QueryContext(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var out [][]string
+		for rows.Next() {
+			var name, value sql.NullString
+			if err := rows.Scan(&name, &value); err != nil {
+				return nil, err
+			}
+			out = append(out, []string{name.String, value.String})
+		}
+		return out, rows.Err()
+	})
 }
 
 func (n *Node) setVariable(name, value string) {

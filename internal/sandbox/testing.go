@@ -13,12 +13,18 @@ import (
 // MariaDB is not installed.
 func RequireMariaDB(t testing.TB) {
 	t.Helper()
-	err := CheckInstalled()
+	require(t, CheckInstalled(), "MariaDB")
+}
+
+// require fails the test under CI=true and skips it otherwise when err
+// says what is missing.
+func require(t testing.TB, err error, what string) {
+	t.Helper()
 	if err == nil {
 		return
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true requires MariaDB for this test: %v", err)
+		t.Fatalf("CI=true requires %s for this test: %v", what, err)
 	}
 	t.Skipf("skipping: %v", err)
 }
@@ -76,18 +82,11 @@ func StartForTest(t testing.TB, cfg ServerConfig) *Server {
 	return s
 }
 
-// RequireGalera is RequireMariaDB for Galera clusters: it fails under
-// CI=true and skips otherwise when galera-4 or rsync is missing.
+// RequireGalera is RequireMariaDB for Galera clusters: galera-4 and rsync
+// besides MariaDB.
 func RequireGalera(t testing.TB) {
 	t.Helper()
-	err := CheckGalera()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true requires MariaDB and Galera for this test: %v", err)
-	}
-	t.Skipf("skipping: %v", err)
+	require(t, CheckGalera(), "MariaDB and Galera")
 }
 
 // ClusterForTest starts a Galera cluster for the test (under a fresh

@@ -106,7 +106,7 @@ func (e *Engines) clusterCopies(txn *binlog.Transaction) error {
 		return nil
 	}
 	if e.cluster == nil {
-		node, err := galera.Read(func(query string) ([][]string, error) { return queryPairs(e.db, query) })
+		node, err := galera.ReadDB(context.Background(), e.db)
 		if err != nil {
 			return fmt.Errorf("target: %w", err)
 		}
