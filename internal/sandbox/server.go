@@ -73,6 +73,9 @@ type ServerConfig struct {
 	// NoAccounts leaves the sandbox accounts alone at start: a node joining
 	// a cluster gets them from the cluster (galera.go).
 	NoAccounts bool
+	// StartTimeout bounds the wait for connections at start (0: 60 s); a
+	// Galera node copies its datadir from a donor first.
+	StartTimeout time.Duration
 }
 
 // Server is one sandbox mariadbd. Its methods are not safe for concurrent use.
@@ -445,7 +448,11 @@ func (s *Server) launch(mariadbd string) error {
 }
 
 func (s *Server) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	limit := startTimeout
+	if s.Config.StartTimeout > 0 {
+		limit = s.Config.StartTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	db, err := s.Open("")
 	if err != nil {
@@ -470,7 +477,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return fmt.Errorf("sandbox server %s did not accept connections on %s within %s (last error: %v); error log %s ends with:\n%s",
-					s.Config.Name, s.Socket, startTimeout, lastErr, s.ErrorLog, s.startupLogs())
+					s.Config.Name, s.Socket, limit, lastErr, s.ErrorLog, s.startupLogs())
 			}
 			return fmt.Errorf("sandbox server %s: waiting for startup: %w", s.Config.Name, ctx.Err())
 		}
