@@ -182,8 +182,9 @@ func TestGaleraTargetAutoIncrement(t *testing.T) {
 // TestGaleraTargetRefusesWhatItCannotCopy: a write to a MyISAM table, which
 // the cluster keeps on one node, stops the run before it is applied, naming
 // the table and the setting; with wsrep_mode=REPLICATE_MYISAM it is applied
-// on every node. An XA transaction, which a Galera node refuses, stops the
-// run with the node's error.
+// on every node. Batches stay under wsrep_max_ws_rows, and a transaction
+// over it stops the run, naming it. An XA transaction, which a Galera node
+// refuses, stops the run with the node's error and what to do.
 func TestGaleraTargetRefusesWhatItCannotCopy(t *testing.T) {
 	c := galeraCluster(t, true)
 	primary, sb := primaryForCluster(t, "MIXED")
@@ -207,10 +208,41 @@ func TestGaleraTargetRefusesWhatItCannotCopy(t *testing.T) {
 	}
 	requireNodesEqual(t, primary, c, "my")
 
+	// wsrep_max_ws_rows bounds one writeset: transactions of 3 rows each
+	// apply one by one (batched, 9 rows would be refused); one of 12 rows
+	// stops the run, naming the setting.
+	for i := range c.Nodes {
+		mustExec(t, c.Nodes[i], "SET GLOBAL wsrep_max_ws_rows=5")
+	}
+	t.Cleanup(func() {
+		for i := range c.Nodes {
+			_ = c.Nodes[i].Exec(context.Background(), "SET GLOBAL wsrep_max_ws_rows=0")
+		}
+	})
+	for k := range 3 {
+		mustExec(t, primary, fmt.Sprintf("INSERT INTO my.i VALUES (%d), (%d), (%d)", 10+3*k, 11+3*k, 12+3*k))
+	}
+	args[6] = binlogPos(t, primary)
+	if r := gapless(t, nil, args...); r.code != 0 {
+		t.Fatalf("transactions under wsrep_max_ws_rows: exit %d:\n%s", r.code, r.stderr)
+	}
+	requireNodesEqual(t, primary, c, "my")
+	mustExec(t, primary, "INSERT INTO my.i SELECT seq FROM my.seq_100_to_111")
+	args[6] = binlogPos(t, primary)
+	if r := gapless(t, nil, args...); r.code == 0 || !strings.Contains(r.stderr, "wsrep_max_ws_rows") {
+		t.Fatalf("a transaction over wsrep_max_ws_rows: exit %d:\n%s", r.code, r.stderr)
+	}
+	for i := range c.Nodes {
+		mustExec(t, c.Nodes[i], "SET GLOBAL wsrep_max_ws_rows=0")
+	}
+	if r := gapless(t, nil, args...); r.code != 0 {
+		t.Fatalf("with wsrep_max_ws_rows=0 again: exit %d:\n%s", r.code, r.stderr)
+	}
+
 	mustExec(t, primary, "XA START 'x'", "INSERT INTO my.i VALUES (2)", "XA END 'x'", "XA PREPARE 'x'", "XA COMMIT 'x'")
 	args[6] = binlogPos(t, primary)
 	r = gapless(t, nil, args...)
-	if r.code == 0 || !strings.Contains(r.stderr, "XA transactions with Galera replication") {
+	if r.code == 0 || !strings.Contains(r.stderr, "XA transactions with Galera replication") || !strings.Contains(r.stderr, "does not replicate XA") {
 		t.Fatalf("an XA transaction into a cluster: exit %d:\n%s", r.code, r.stderr)
 	}
 }
