@@ -47,15 +47,28 @@ func checkGaleraTarget(ctx context.Context, tgt *sql.DB, writeBinlog bool, logge
 
 // followTargetNodes, for a target URL that names several nodes, logs each
 // move to another node (the pool and the apply connections move by
-// themselves: dburl.Nodes).
-func followTargetNodes(cfg dburl.Config, logger *slog.Logger) {
+// themselves: dburl.Nodes), and starts on the first node of the list that
+// takes writes: before any other statement, which on a node cut off from
+// its cluster would wait for the cluster (wsrep_sync_wait) and fail.
+func followTargetNodes(ctx context.Context, tgt *sql.DB, cfg dburl.Config, logger *slog.Logger) {
 	if cfg.Nodes == nil {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "note: the target names %d nodes (%s); writing to %s, and to the next one when it fails\n", len(cfg.Nodes.Addrs()), strings.Join(cfg.Nodes.Addrs(), ","), cfg.Nodes.Current())
 	cfg.Nodes.OnSwitch(func(from, to, why string) {
 		logger.Warn("target node failed; writing to the next node, from the position the cluster holds", "failed", from, "node", to, "why", why)
 	})
+	for range len(cfg.Nodes.Addrs()) - 1 {
+		node, err := galera.ReadDB(ctx, tgt)
+		if err == nil && node.Usable() == nil {
+			break
+		}
+		why := "cannot read its state"
+		if err == nil {
+			why = node.Usable().Error()
+		}
+		cfg.Nodes.Failed(cfg.Nodes.Current(), why)
+	}
+	fmt.Fprintf(os.Stderr, "note: the target names %d nodes (%s); writing to %s, and to the next one when it fails\n", len(cfg.Nodes.Addrs()), strings.Join(cfg.Nodes.Addrs(), ","), cfg.Nodes.Current())
 }
 
 // checkSourceNodes refuses a source URL that names several nodes unless

@@ -273,7 +273,7 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 		return fmt.Errorf("target: %w", err)
 	}
 	defer tgtDB.Close()
-	followTargetNodes(tgtCfg, logger)
+	followTargetNodes(ctx, tgtDB, tgtCfg, logger)
 	source, targetID, err := checkServers(ctx, srcDB, tgtDB, f.serverID)
 	if err != nil {
 		return err

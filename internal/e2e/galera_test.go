@@ -397,6 +397,15 @@ func TestGaleraTargetNodeCutOff(t *testing.T) {
 	if !strings.Contains(r.stdout, "target node ") || !strings.Contains(r.stdout, "(moved 1 times)") {
 		t.Errorf("the progress lines did not name the node written to and the move:\n%s", r.stdout)
 	}
+	if i == 0 {
+		// A run that starts while the list's first node is cut off starts
+		// on the next.
+		mustExec(t, primary, "INSERT INTO rnd.ai (client, v) VALUES (99, 1), (99, 2)")
+		args[6] = binlogPos(t, primary)
+		if r := gapless(t, nil, args...); r.code != 0 || !strings.Contains(r.stderr, "target node failed") {
+			t.Fatalf("a start with the first node cut off: exit %d:\n%s", r.code, r.stderr)
+		}
+	}
 	if err := c.Isolate(ctx, i, false); err != nil {
 		t.Fatal(err)
 	}
