@@ -58,6 +58,18 @@ func (t TableResult) Name() string { return t.Schema + "." + t.Table }
 // Report holds one result per table, ordered by schema and table name.
 type Report struct {
 	Tables []TableResult
+	// Elsewhere are the target's databases the source does not have at
+	// all, when no Databases were named: on a target shared by several
+	// streams, another source's. They are reported apart and are not
+	// differences; naming them in Options.Databases compares them.
+	Elsewhere []OtherDatabase
+}
+
+// OtherDatabase is a database of the target that the source does not have,
+// with how many tables it holds.
+type OtherDatabase struct {
+	Schema string
+	Tables int
 }
 
 // Equal reports whether every table is equal on both sides.
@@ -127,7 +139,18 @@ func Compare(ctx context.Context, source, target *sql.DB, opts Options) (Report,
 	for name := range targetTables {
 		onTarget[key(name)] = name
 	}
+	sourceSchemas := map[string]bool{}
+	if len(opts.Databases) == 0 {
+		names, err := allSchemas(ctx, source)
+		if err != nil {
+			return Report{}, fmt.Errorf("source: listing databases: %w", err)
+		}
+		for _, n := range names {
+			sourceSchemas[key(tableName{schema: n}).schema] = true
+		}
+	}
 	onSource := make(map[tableName]bool, len(sourceTables))
+	elsewhere := map[string]int{}
 	var report Report
 	for name := range sourceTables {
 		onSource[key(name)] = true
@@ -140,10 +163,18 @@ func Compare(ctx context.Context, source, target *sql.DB, opts Options) (Report,
 		report.Tables = append(report.Tables, r)
 	}
 	for name := range targetTables {
-		if !onSource[key(name)] {
+		switch {
+		case onSource[key(name)]:
+		case len(opts.Databases) == 0 && !sourceSchemas[key(name).schema]:
+			elsewhere[name.schema]++
+		default:
 			report.Tables = append(report.Tables, TableResult{Schema: name.schema, Table: name.table, Status: StatusExtra})
 		}
 	}
+	for schema, n := range elsewhere {
+		report.Elsewhere = append(report.Elsewhere, OtherDatabase{Schema: schema, Tables: n})
+	}
+	sort.Slice(report.Elsewhere, func(i, j int) bool { return report.Elsewhere[i].Schema < report.Elsewhere[j].Schema })
 	sort.Slice(report.Tables, func(i, j int) bool {
 		a, b := report.Tables[i], report.Tables[j]
 		if a.Schema != b.Schema {
@@ -280,6 +311,28 @@ func existingSchemas(ctx context.Context, db *sql.DB, names []string) (map[strin
 		found[n] = true
 	}
 	return found, rows.Err()
+}
+
+// allSchemas lists the databases of db but the SkippedSchemas.
+func allSchemas(ctx context.Context, db *sql.DB) ([]string, error) {
+	args := make([]any, len(SkippedSchemas))
+	for i, n := range SkippedSchemas {
+		args[i] = n
+	}
+	rows, err := db.QueryContext(ctx, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN ("+placeholders(len(SkippedSchemas))+")", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	return names, rows.Err()
 }
 
 func placeholders(n int) string {

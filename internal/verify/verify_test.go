@@ -373,3 +373,51 @@ func TestLowerIdentifiers(t *testing.T) {
 		t.Errorf("lowerIdentifiers:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestTargetSharedWithAnotherStream: the target holds, besides this
+// source's databases, another stream's. Without Databases those are
+// reported apart (Elsewhere), not as differences; a table the target has
+// in one of this source's databases still is one; naming the other
+// database compares it.
+func TestTargetSharedWithAnotherStream(t *testing.T) {
+	servers(t)
+	onBoth(t, "mine", "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+	if err := targetServer.Exec(context.Background(), "DROP DATABASE IF EXISTS theirs"); err != nil {
+		t.Fatal(err)
+	}
+	onOne(t, targetServer, "theirs", "CREATE TABLE a (id INT PRIMARY KEY)", "CREATE TABLE b (id INT PRIMARY KEY)")
+
+	report := compare(t, Options{})
+	got := byName(report)
+	if got["mine.t"].Status != StatusEqual {
+		t.Errorf("mine.t = %+v, want equal", got["mine.t"])
+	}
+	for name := range got {
+		if strings.HasPrefix(name, "theirs.") {
+			t.Errorf("%s compared as %s, want it reported apart", name, got[name].Status)
+		}
+	}
+	found := false
+	for _, d := range report.Elsewhere {
+		if d.Schema == "theirs" {
+			found = true
+			if d.Tables != 2 {
+				t.Errorf("theirs holds %d tables, want 2", d.Tables)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("theirs not among the target's other databases: %+v", report.Elsewhere)
+	}
+
+	onOne(t, targetServer, "mine", "CREATE TABLE stray (id INT PRIMARY KEY)")
+	defer onOne(t, targetServer, "mine", "DROP TABLE stray")
+	if g := byName(compare(t, Options{})); g["mine.stray"].Status != StatusExtra {
+		t.Errorf("mine.stray = %+v, want extra", g["mine.stray"])
+	}
+
+	report = compare(t, Options{Databases: []string{"mine", "theirs"}})
+	if g := byName(report); g["theirs.a"].Status != StatusExtra || len(report.Elsewhere) != 0 {
+		t.Errorf("with theirs named: theirs.a = %+v, elsewhere %+v; want extra, none", g["theirs.a"], report.Elsewhere)
+	}
+}
