@@ -62,3 +62,23 @@ func TestStatusCommitIsThePositions(t *testing.T) {
 		t.Errorf("the commit of a group below the position is shown: %q", l)
 	}
 }
+
+// TestStatusOfAStoppedStream is the output docs/operations-and-recovery.md
+// shows for the way back to MariaDB's replica.
+func TestStatusOfAStoppedStream(t *testing.T) {
+	lag := 0.0
+	var out strings.Builder
+	printStreamStatus(&out, streamStatus{
+		Stream: "default", Position: "0-1-51253",
+		LastCommit: &lastCommit{GTID: "0-1-51253", AppliedAt: time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC), LagSeconds: &lag},
+		HandOver:   "0-1-51253,2147483647-2-3",
+	})
+	want := `stream default: not running
+  position  0-1-51253, committed at 2026-11-28 10:00:00 UTC, 0s after the source wrote it
+  MariaDB's replica would go on from  0-1-51253,2147483647-2-3
+    (SET GLOBAL gtid_slave_pos='0-1-51253,2147483647-2-3'; CHANGE MASTER TO ..., MASTER_USE_GTID=slave_pos; START SLAVE)
+`
+	if out.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
