@@ -128,6 +128,22 @@ func printVerifyReport(out io.Writer, report verify.Report) {
 			counts[verify.StatusEqual], counts[verify.StatusDifferent], counts[verify.StatusMissing], counts[verify.StatusExtra])
 	}
 	printElsewhere(out, report.Elsewhere)
+	printAbsent(out, report.Absent)
+}
+
+// printAbsent names the source's databases the target does not have at
+// all: their tables differ (missing), and a stream that filters them out
+// is the likely reason.
+func printAbsent(out io.Writer, absent []verify.OtherDatabase) {
+	if len(absent) == 0 {
+		return
+	}
+	names := make([]string, len(absent))
+	for i, d := range absent {
+		names[i] = fmt.Sprintf("%s.* (%d %s)", d.Schema, d.Tables, verifyPlural(d.Tables, "table", "tables"))
+	}
+	fmt.Fprintf(out, "\nmissing on target, database and all: %s\n", strings.Join(names, ", "))
+	fmt.Fprintln(out, "  filtered out of the stream (--do-db, --ignore-db)? Then narrow the check to the stream's databases with --databases")
 }
 
 // printElsewhere names the target's databases this source does not have

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -414,6 +415,14 @@ func TestTargetSharedWithAnotherStream(t *testing.T) {
 	defer onOne(t, targetServer, "mine", "DROP TABLE stray")
 	if g := byName(compare(t, Options{})); g["mine.stray"].Status != StatusExtra {
 		t.Errorf("mine.stray = %+v, want extra", g["mine.stray"])
+	}
+
+	// A database of the source the target lacks: missing, and named apart.
+	onOne(t, sourceServer, "filtered", "CREATE TABLE f (id INT PRIMARY KEY)")
+	defer sourceServer.Exec(context.Background(), "DROP DATABASE filtered")
+	report = compare(t, Options{})
+	if g := byName(report); g["filtered.f"].Status != StatusMissing || !slices.Contains(report.Absent, OtherDatabase{Schema: "filtered", Tables: 1}) {
+		t.Errorf("filtered.f = %+v, absent %+v; want missing, filtered among the absent", g["filtered.f"], report.Absent)
 	}
 
 	report = compare(t, Options{Databases: []string{"mine", "theirs"}})
