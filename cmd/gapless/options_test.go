@@ -51,6 +51,8 @@ func TestOptionFilesGiveEveryFlag(t *testing.T) {
 		"--policy=writeset\t# command line", // the command line wins
 		"--verbose=true\t",
 		"# connection setting password=***",
+		"would run with these flags (read: ",
+		"; passwords masked)\n",
 		"some-future-flag: no gapless command has a flag", // loose-: a warning, not an error
 	} {
 		if !strings.Contains(out, want) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -136,7 +137,7 @@ func runStatus(ctx context.Context, target *serverFlags, only string, verbose, a
 		return nil
 	}
 	for _, st := range out {
-		printStreamStatus(st)
+		printStreamStatus(os.Stdout, st)
 	}
 	return nil
 }
@@ -152,22 +153,12 @@ func readStreamStatus(ctx context.Context, store *checkpoint.Store, holder strin
 	if err != nil {
 		return st, err
 	}
-	var newest checkpoint.Row
-	for _, r := range rows {
-		if r.AppliedAt.After(newest.AppliedAt) {
-			newest = r
-		}
-		if verbose {
+	if verbose {
+		for _, r := range rows {
 			st.Rows = append(st.Rows, positionRow{Domain: r.Domain, Slot: r.Slot, GTID: r.GTID.String()})
 		}
 	}
-	if !newest.AppliedAt.IsZero() {
-		st.LastCommit = &lastCommit{GTID: newest.GTID.String(), AppliedAt: newest.AppliedAt}
-		if newest.SourceTime.Unix() > 0 {
-			lag := newest.AppliedAt.Sub(newest.SourceTime).Round(time.Second).Seconds()
-			st.LastCommit.LagSeconds = &lag
-		}
-	}
+	st.LastCommit = positionCommit(pos, rows)
 	if st.Running {
 		workers, err := store.Workers(ctx)
 		if err != nil {
@@ -194,6 +185,38 @@ func readStreamStatus(ctx context.Context, store *checkpoint.Store, holder strin
 		st.LastError = &stopStatus{GTID: stop.GTID, Position: stop.Position, Error: stop.Error, StoppedAt: stop.StoppedAt}
 	}
 	return st, nil
+}
+
+// positionCommit is the commit status shows beside the position: of the
+// rows that hold the position's GTIDs, the one written last. Not simply the
+// row with the newest time: a worker stamps its row as it makes the script,
+// which may be ahead of its turn, so an earlier group's row can carry a
+// later time, and the row of another worker slot, below the position, would
+// read as if the position were ahead of what committed. Under causal commit
+// order no row may hold the gap-less position; then it is the newest row,
+// above the position. Nil when there are no rows.
+func positionCommit(pos gtid.MariaDBPosition, rows []checkpoint.Row) *lastCommit {
+	var newest, newestOfPosition checkpoint.Row
+	for _, r := range rows {
+		if r.AppliedAt.After(newest.AppliedAt) {
+			newest = r
+		}
+		if g, ok := pos.Get(r.Domain); ok && g == r.GTID && (newestOfPosition.AppliedAt.IsZero() || r.AppliedAt.After(newestOfPosition.AppliedAt)) {
+			newestOfPosition = r
+		}
+	}
+	if !newestOfPosition.AppliedAt.IsZero() {
+		newest = newestOfPosition
+	}
+	if newest.AppliedAt.IsZero() {
+		return nil
+	}
+	c := &lastCommit{GTID: newest.GTID.String(), AppliedAt: newest.AppliedAt}
+	if newest.SourceTime.Unix() > 0 {
+		lag := newest.AppliedAt.Sub(newest.SourceTime).Round(time.Second).Seconds()
+		c.LagSeconds = &lag
+	}
+	return c
 }
 
 // handOver is the gtid_slave_pos from which MariaDB's replica goes on
@@ -230,7 +253,29 @@ func handOver(ctx context.Context, db *sql.DB, store *checkpoint.Store) (pos, no
 	return from.String(), ""
 }
 
-func printStreamStatus(st streamStatus) {
+// positionLines are the position and, when the stream has one, the commit
+// of its transaction: one line where the position is that one GTID.
+func positionLines(st streamStatus) string {
+	c := st.LastCommit
+	if c == nil {
+		return fmt.Sprintf("  position  %s\n", emptyAsNone(st.Position))
+	}
+	when := fmt.Sprintf("set at %s UTC as a start position (no transaction applied since)", c.AppliedAt.Format(time.DateTime))
+	if c.LagSeconds != nil {
+		when = fmt.Sprintf("committed at %s UTC, %s after the source wrote it", c.AppliedAt.Format(time.DateTime), time.Duration(*c.LagSeconds)*time.Second)
+	}
+	if c.GTID == st.Position {
+		return fmt.Sprintf("  position  %s, %s\n", st.Position, when)
+	}
+	pos, _ := gtid.ParseMariaDBPosition(st.Position)
+	g, _ := gtid.ParseMariaDBGTID(c.GTID)
+	if pos.Contains(g) {
+		return fmt.Sprintf("  position  %s\n  of which %s, the newest, %s\n", emptyAsNone(st.Position), c.GTID, when)
+	}
+	return fmt.Sprintf("  position  %s (gap-less)\n  above it  %s, %s (causal commit order commits out of order)\n", emptyAsNone(st.Position), c.GTID, when)
+}
+
+func printStreamStatus(out io.Writer, st streamStatus) {
 	running := "not running"
 	switch {
 	case st.Running:
@@ -238,41 +283,36 @@ func printStreamStatus(st streamStatus) {
 	case st.LastError != nil:
 		running = fmt.Sprintf("not running: stopped by an error at %s UTC", st.LastError.StoppedAt.Format(time.DateTime))
 	}
-	fmt.Printf("stream %s: %s\n  position  %s\n", st.Stream, running, emptyAsNone(st.Position))
-	if c := st.LastCommit; c != nil && c.LagSeconds != nil {
-		fmt.Printf("  last commit  %s at %s UTC, %s after the source wrote it\n",
-			c.GTID, c.AppliedAt.Format(time.DateTime), time.Duration(*c.LagSeconds)*time.Second)
-	} else if c != nil {
-		fmt.Printf("  last commit  %s at %s UTC (a start position, no transaction applied)\n", c.GTID, c.AppliedAt.Format(time.DateTime))
-	}
+	fmt.Fprintf(out, "stream %s: %s\n", st.Stream, running)
+	fmt.Fprint(out, positionLines(st))
 	if e := st.LastError; e != nil {
 		if e.GTID != "" {
-			fmt.Printf("  failed at  %s\n", e.GTID)
+			fmt.Fprintf(out, "  failed at  %s\n", e.GTID)
 		}
-		fmt.Printf("  error  %s\n", strings.ReplaceAll(e.Error, "\n", "\n         "))
+		fmt.Fprintf(out, "  error  %s\n", strings.ReplaceAll(e.Error, "\n", "\n         "))
 	}
 	if len(st.Workers) > 0 {
-		fmt.Printf("  workers (reported %s ago):\n", st.workersAge.Round(100*time.Millisecond))
+		fmt.Fprintf(out, "  workers (reported %s ago):\n", st.workersAge.Round(100*time.Millisecond))
 		for _, w := range st.Workers {
 			line := fmt.Sprintf("    %2d  %-26s", w.Slot, w.State)
 			if w.GTID != "" {
 				line += fmt.Sprintf(" %s, for %s", w.GTID, time.Since(w.Since).Round(time.Millisecond))
 			}
-			fmt.Println(line)
+			fmt.Fprintln(out, line)
 		}
 	}
 	for _, r := range st.Rows {
-		fmt.Printf("  domain %d slot %d  %s\n", r.Domain, r.Slot, r.GTID)
+		fmt.Fprintf(out, "  domain %d slot %d  %s\n", r.Domain, r.Slot, r.GTID)
 	}
 	if len(st.Temporary) > 0 {
-		fmt.Printf("  temporary tables of the source's sessions, kept for the next run  %s\n", strings.Join(st.Temporary, ", "))
+		fmt.Fprintf(out, "  temporary tables of the source's sessions, kept for the next run  %s\n", strings.Join(st.Temporary, ", "))
 	}
 	switch {
 	case st.HandOver != "" && len(st.Temporary) > 0:
-		fmt.Printf("  MariaDB's replica would go on from  %s, but without the temporary tables above: a statement of the source that reads one would stop it (1146); hand over when the source's sessions hold none\n", st.HandOver)
+		fmt.Fprintf(out, "  MariaDB's replica would go on from  %s, but without the temporary tables above: a statement of the source that reads one would stop it (1146); hand over when the source's sessions hold none\n", st.HandOver)
 	case st.HandOver != "":
-		fmt.Printf("  MariaDB's replica would go on from  %s\n    (SET GLOBAL gtid_slave_pos='%s'; CHANGE MASTER TO ..., MASTER_USE_GTID=slave_pos; START SLAVE)\n", st.HandOver, st.HandOver)
+		fmt.Fprintf(out, "  MariaDB's replica would go on from  %s\n    (SET GLOBAL gtid_slave_pos='%s'; CHANGE MASTER TO ..., MASTER_USE_GTID=slave_pos; START SLAVE)\n", st.HandOver, st.HandOver)
 	case st.HandOverNot != "" && st.Position != "":
-		fmt.Printf("  MariaDB's replica: %s\n", st.HandOverNot)
+		fmt.Fprintf(out, "  MariaDB's replica: %s\n", st.HandOverNot)
 	}
 }

@@ -32,10 +32,12 @@ func newVerifyCmd() *cobra.Command {
 Tables whose CHECKSUM TABLE values match are equal; for the others the rows
 are compared one by one, in primary key order, to confirm the difference and
 find the first differing row. System schemas and the gapless schema are
-skipped. Each side is read in a consistent snapshot; compare while the
+skipped. A database the target holds and the source does not have at all
+(on a target shared by several streams, another source's) is listed apart
+and is no difference, unless named in --databases. Each side is read in a consistent snapshot; compare while the
 applier is caught up and the primary idle, or differences in flight show up.
 
-Exit status is 0 when every table is equal and 1 otherwise.`,
+Exit status is 0 when every table compared is equal and 1 otherwise.`,
 		Example: "  gapless verify --source mysql://repl:repl@127.0.0.1:3306 --target mysql://gapless:gapless@127.0.0.1:3307",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -120,11 +122,44 @@ func printVerifyReport(out io.Writer, report verify.Report) {
 	}
 	if len(report.Tables) == 0 {
 		fmt.Fprintln(out, "no tables to compare")
+	} else {
+		fmt.Fprintf(out, "\n%d %s: %d equal, %d different, %d missing on target, %d extra on target\n",
+			len(report.Tables), verifyPlural(len(report.Tables), "table", "tables"),
+			counts[verify.StatusEqual], counts[verify.StatusDifferent], counts[verify.StatusMissing], counts[verify.StatusExtra])
+	}
+	printElsewhere(out, report.Elsewhere)
+	printAbsent(out, report.Absent)
+}
+
+// printAbsent names the source's databases the target does not have at
+// all: their tables differ (missing), and a stream that filters them out
+// is the likely reason.
+func printAbsent(out io.Writer, absent []verify.OtherDatabase) {
+	if len(absent) == 0 {
 		return
 	}
-	fmt.Fprintf(out, "\n%d %s: %d equal, %d different, %d missing on target, %d extra on target\n",
-		len(report.Tables), verifyPlural(len(report.Tables), "table", "tables"),
-		counts[verify.StatusEqual], counts[verify.StatusDifferent], counts[verify.StatusMissing], counts[verify.StatusExtra])
+	names := make([]string, len(absent))
+	for i, d := range absent {
+		names[i] = fmt.Sprintf("%s.* (%d %s)", d.Schema, d.Tables, verifyPlural(d.Tables, "table", "tables"))
+	}
+	fmt.Fprintf(out, "\nmissing on target, database and all: %s\n", strings.Join(names, ", "))
+	fmt.Fprintln(out, "  filtered out of the stream (--do-db, --ignore-db)? Then narrow the check to the stream's databases with --databases")
+}
+
+// printElsewhere names the target's databases this source does not have
+// (another stream's, on a target shared by several), which are not
+// differences, and how to narrow or widen the check.
+func printElsewhere(out io.Writer, others []verify.OtherDatabase) {
+	if len(others) == 0 {
+		return
+	}
+	names := make([]string, len(others))
+	for i, d := range others {
+		names[i] = fmt.Sprintf("%s.* (%d %s)", d.Schema, d.Tables, verifyPlural(d.Tables, "table", "tables"))
+	}
+	fmt.Fprintf(out, "\nextra on target, not on this source: %s\n", strings.Join(names, ", "))
+	fmt.Fprintln(out, "  another stream's? Not counted as differences: narrow the check to this source's databases with --databases,")
+	fmt.Fprintln(out, "  or widen it to those with --databases naming them (or verify them against their own --source)")
 }
 
 func describeVerifyResult(t verify.TableResult) string {

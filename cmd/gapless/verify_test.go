@@ -23,6 +23,7 @@ func TestVerifyCommandExitCodes(t *testing.T) {
 		}
 	}
 	sourceURL, targetURL := source.URL("gapless", "gapless"), target.URL("gapless", "gapless")
+	var exit *exitError
 
 	out, err := runVerifyCmd("--source", sourceURL, "--target", targetURL)
 	if err != nil {
@@ -34,11 +35,41 @@ func TestVerifyCommandExitCodes(t *testing.T) {
 		}
 	}
 
+	// Another stream's database on the target: reported apart, no difference.
+	if err := target.Exec(ctx, "CREATE DATABASE other", "CREATE TABLE other.a (id INT PRIMARY KEY)", "CREATE TABLE other.b (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runVerifyCmd("--source", sourceURL, "--target", targetURL)
+	if err != nil {
+		t.Fatalf("verify of a target that holds another stream's database too: %v\n%s", err, out)
+	}
+	for _, want := range []string{"2 tables: 2 equal, 0 different, 0 missing on target, 0 extra on target",
+		"extra on target, not on this source: other.* (2 tables)\n  another stream's? Not counted as differences"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// A database of the source the target lacks (filtered out of the
+	// stream): its tables are missing, and the output says how to narrow.
+	if err := source.Exec(ctx, "CREATE DATABASE unreplicated", "CREATE TABLE unreplicated.t (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runVerifyCmd("--source", sourceURL, "--target", targetURL)
+	if !errors.As(err, &exit) || exit.code != 1 || !strings.Contains(out, "missing on target, database and all: unreplicated.* (1 table)\n  filtered out of the stream") {
+		t.Errorf("verify of a source with a database the target lacks: %v\n%s", err, out)
+	}
+	if out, err = runVerifyCmd("--source", sourceURL, "--target", targetURL, "--databases", "shop"); err != nil {
+		t.Errorf("verify narrowed to shop: %v\n%s", err, out)
+	}
+	if err := source.Exec(ctx, "DROP DATABASE unreplicated"); err != nil {
+		t.Fatal(err)
+	}
+
 	if err := target.Exec(ctx, "DELETE FROM shop.orders WHERE id = 2", "CREATE TABLE shop.scratch (id INT)"); err != nil {
 		t.Fatal(err)
 	}
 	out, err = runVerifyCmd("--source", sourceURL, "--target", targetURL, "--chunk-rows", "1")
-	var exit *exitError
 	if !errors.As(err, &exit) || exit.code != 1 {
 		t.Fatalf("verify of differing servers returned %v, want exit code 1\n%s", err, out)
 	}

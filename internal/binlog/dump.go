@@ -214,6 +214,7 @@ func (r *Receiver) checkContinues(conn *client.Conn, from gtid.MariaDBPosition) 
 	if err != nil { // not a MariaDB GTID position: asking again gets the same
 		return &SourceError{Problem: fmt.Sprintf("source %s answered @@gtid_binlog_pos %q, which is not a MariaDB GTID position: %v", r.addr(), s, err), Hint: "give a MariaDB source"}
 	}
+	r.sourceWritten = written
 	for _, d := range from.Domains() {
 		if _, ok := written.Get(d); ok {
 			return nil

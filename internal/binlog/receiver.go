@@ -85,6 +85,10 @@ type Receiver struct {
 	// clockOffset is how far the local clock runs ahead of the source's
 	// (ns), measured at each connection (dump.go measureClock).
 	clockOffset atomic.Int64
+	// sourceWritten is the source's @@gtid_binlog_pos as the last
+	// connection read it (dump.go checkContinues; the session's alone):
+	// how classify tells a target ahead of its source.
+	sourceWritten gtid.MariaDBPosition
 }
 
 // NewReceiver returns a receiver that appends to relay.
@@ -489,6 +493,20 @@ func sameFormat(a, b []byte) bool {
 	return bytes.Equal(a[eventHeaderSize:len(a)-checksumSize], b[eventHeaderSize:len(b)-checksumSize])
 }
 
+// behind names the last GTIDs of the source's binlog, as the last
+// connection read them, in the domains where it ends before from; "" when
+// it ends before from in none.
+func (r *Receiver) behind(from gtid.MariaDBPosition) string {
+	var ends []string
+	for _, d := range from.Domains() {
+		f, _ := from.Get(d)
+		if w, ok := r.sourceWritten.Get(d); ok && w.Seq < f.Seq {
+			ends = append(ends, w.String())
+		}
+	}
+	return strings.Join(ends, ",")
+}
+
 // erConnectionKilled is MariaDB's ER_CONNECTION_KILLED, which go-mysql does not name.
 const erConnectionKilled = 1927
 
@@ -545,6 +563,13 @@ func (r *Receiver) classify(err error, from gtid.MariaDBPosition, loggedIn bool)
 			se.Hint = "re-seed the target from a backup of the source (mariadb-dump --gtid --master-data=2), clear its old position with `gapless reset --target URL [--stream NAME]`, and run again with --start-position set to the backup's GTID position (its gtid_slave_pos)"
 		case strings.Contains(msg, "diverged"):
 			se.Problem = fmt.Sprintf("source %s cannot continue from %s: the target holds transactions the source never wrote (after a failover: the old primary's last ones, which the promoted replica never got)", addr, position)
+			se.Hint = "check that --source names the server the target was seeded from, or " + reseed
+		case strings.Contains(msg, "gtid") && r.behind(from) != "":
+			// The source's binlog ends before the position in one of its
+			// domains and has not written past it (MariaDB says diverged
+			// once it has): after a failover, a promoted replica that
+			// lacks the old primary's last transactions.
+			se.Problem = fmt.Sprintf("source %s cannot continue from %s: the target holds transactions the source never wrote (its binlog ends at %s; after a failover: the old primary's last ones, which the promoted replica never got)", addr, position, r.behind(from))
 			se.Hint = "check that --source names the server the target was seeded from, or " + reseed
 		case strings.Contains(msg, "gtid"):
 			se.Problem = fmt.Sprintf("source %s cannot continue from %s", addr, position)

@@ -107,6 +107,27 @@ func TestSourceSwitchedToAReplicaThatLacksAppliedTransactions(t *testing.T) {
 	requireRefused(t, r, "the target holds transactions the source never wrote", "after a failover", "re-seed the target")
 }
 
+// TestSourceSwitchedToAReplicaThatLacksAppliedTransactionsAndWroteNone is
+// the failover above before the promoted replica writes anything: MariaDB
+// does not say the replica diverged (the source wrote nothing past its
+// position), and gapless tells it by the source's binlog, which ends
+// before the target's position.
+func TestSourceSwitchedToAReplicaThatLacksAppliedTransactionsAndWroteNone(t *testing.T) {
+	sb := upSandbox(t)
+	standby := standbyOf(t, sb)
+	relay := filepath.Join(t.TempDir(), "relay")
+	smallWorkload(t, sb, 300, 54)
+	waitReplicaAt(t, standby, binlogPos(t, sb.Primary))
+	mustExec(t, standby, "STOP SLAVE")
+	smallWorkload(t, sb, 100, 55)
+	replicateUntilCaughtUp(t, sb, relay)
+	lacks := binlogPos(t, standby)
+	promoted := promote(t, sb, standby)
+	cmd, stderr, wait := background(t, replicateArgs(promoted.SourceURL, promoted.TargetURL, relay)...)
+	r := waitExit(t, cmd, wait, 60*time.Second, "stop on a source whose binlog ends before the target's position", stderr)
+	requireRefused(t, r, "the target holds transactions the source never wrote", "its binlog ends at "+lacks, "after a failover", "re-seed the target")
+}
+
 func TestSourceSwitchedToAReplicaBehindTheRelayLog(t *testing.T) {
 	for _, c := range []struct {
 		name   string

@@ -82,3 +82,16 @@ func TestPositionsWait(t *testing.T) {
 		t.Fatalf("a later job of the domain left the position waiting: %v", s.deferred)
 	}
 }
+
+// TestForeignWriteNamesTheDomain: a group applied alone whose domain the
+// target's binlog holds past it, written by something besides this
+// stream, stops the run with a message docs/status.md quotes.
+func TestForeignWriteNamesTheDomain(t *testing.T) {
+	last := gtid.MariaDBGTID{Domain: 0, Server: 2, Seq: 9}
+	msg := foreignWriteError(aloneTxn(0, 5), last).Error()
+	for _, want := range []string{"the target's binlog already holds 0-2-9, past this transaction in its domain", "something besides this stream writes GTID domain 0 on the target"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the message lacks %q: %s", want, msg)
+		}
+	}
+}

@@ -378,17 +378,60 @@ const beginStatement = "START TRANSACTION"
 // sourceStatement is a statement of the source as the target runs it,
 // without a terminator and comments after it (withoutTrailer). A
 // text that ends in a "#" or "--" comment gets a line end, or the comment
-// would swallow the separator of the statement that follows it. A DROP in
-// a DDL group runs with sql_if_exists: the source logs DROP TABLE a, b with
-// error code 0 after dropping the ones that existed, and MariaDB's replica
-// applies DDL idempotently (slave_ddl_exec_mode=IDEMPOTENT, its default).
+// would swallow the separator of the statement that follows it. A DDL that
+// succeeded on the source runs as MariaDB's replica runs it under
+// slave_ddl_exec_mode=IDEMPOTENT, its default (idempotentDDL).
 func sourceStatement(text string, ddl bool) string {
 	text = withoutTrailer(text)
 	if strings.Contains(text, "#") || strings.Contains(text, "--") {
 		text += "\n"
 	}
-	if ddl && startsWithWord(text, "DROP") {
-		text = "SET STATEMENT sql_if_exists=1 FOR " + text
+	if ddl {
+		text = idempotentDDL(text)
+	}
+	return text
+}
+
+// idempotentDDL is a DDL that succeeded on the source, written so that the
+// target reaches the source's state whether or not it held the objects the
+// source held, as MariaDB's replica does in its idempotent DDL mode:
+//
+//   - a DROP runs with sql_if_exists: the source logs DROP TABLE a, b with
+//     error code 0 after dropping the ones that existed;
+//   - CREATE TABLE and CREATE SEQUENCE without IF NOT EXISTS become CREATE
+//     OR REPLACE: a source that lost a table without logging a DROP (its
+//     files removed, then FLUSH TABLES) logs the CREATE of another
+//     definition, which the target's copy would refuse with 1050;
+//   - CREATE DATABASE becomes CREATE DATABASE IF NOT EXISTS.
+//
+// A temporary table is left as written: the target's sessions hold the
+// source's temporary tables themselves (temporary.go), so one that exists
+// already is the source's own. A text with a comment amid the words read
+// here (mysqldump's CREATE TABLE /*!32312 IF NOT EXISTS*/) is left as
+// written too.
+func idempotentDDL(text string) string {
+	if startsWithWord(text, "DROP") {
+		return "SET STATEMENT sql_if_exists=1 FOR " + text
+	}
+	tokens := sqlTokens(text)
+	if len(tokens) < 3 || !strings.EqualFold(tokens[0].text, "CREATE") {
+		return text
+	}
+	if strings.Contains(text[tokens[0].start:tokens[2].end], "/*") {
+		return text
+	}
+	kind, next := strings.ToUpper(tokens[1].text), tokens[2]
+	ifNotExists := len(tokens) > 4 && strings.EqualFold(next.text, "IF") &&
+		strings.EqualFold(tokens[3].text, "NOT") && strings.EqualFold(tokens[4].text, "EXISTS")
+	switch {
+	case ifNotExists:
+		return text
+	case kind == "TABLE" || kind == "SEQUENCE":
+		at := tokens[0].end
+		return text[:at] + " OR REPLACE" + text[at:]
+	case kind == "DATABASE" || kind == "SCHEMA":
+		at := tokens[1].end
+		return text[:at] + " IF NOT EXISTS" + text[at:]
 	}
 	return text
 }

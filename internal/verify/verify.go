@@ -58,6 +58,23 @@ func (t TableResult) Name() string { return t.Schema + "." + t.Table }
 // Report holds one result per table, ordered by schema and table name.
 type Report struct {
 	Tables []TableResult
+	// Elsewhere are the target's databases the source does not have at
+	// all, when no Databases were named: on a target shared by several
+	// streams, another source's. They are reported apart and are not
+	// differences; naming them in Options.Databases compares them.
+	Elsewhere []OtherDatabase
+	// Absent are the source's databases the target does not have at all,
+	// when no Databases were named: their tables are missing (differences),
+	// and a stream that filters them out (--do-db, --ignore-db) is the
+	// likely reason.
+	Absent []OtherDatabase
+}
+
+// OtherDatabase is a database of the target that the source does not have,
+// with how many tables it holds.
+type OtherDatabase struct {
+	Schema string
+	Tables int
 }
 
 // Equal reports whether every table is equal on both sides.
@@ -127,23 +144,53 @@ func Compare(ctx context.Context, source, target *sql.DB, opts Options) (Report,
 	for name := range targetTables {
 		onTarget[key(name)] = name
 	}
+	// The databases of either side, when none were named: the target's
+	// that the source lacks are another stream's, the source's that the
+	// target lacks are filtered out of this one (Report.Elsewhere, Absent).
+	var sourceSchemas, targetSchemas map[string]bool
+	if len(opts.Databases) == 0 {
+		fold := func(n string) string { return key(tableName{schema: n}).schema }
+		if sourceSchemas, err = schemaSet(ctx, source, fold); err != nil {
+			return Report{}, fmt.Errorf("source: listing databases: %w", err)
+		}
+		if targetSchemas, err = schemaSet(ctx, target, fold); err != nil {
+			return Report{}, fmt.Errorf("target: listing databases: %w", err)
+		}
+	}
 	onSource := make(map[tableName]bool, len(sourceTables))
+	elsewhere := map[string]int{}
 	var report Report
+	absent := map[string]int{}
 	for name := range sourceTables {
 		onSource[key(name)] = true
 		r := TableResult{Schema: name.schema, Table: name.table}
 		if t, ok := onTarget[key(name)]; !ok {
 			r.Status = StatusMissing
+			if len(opts.Databases) == 0 && !targetSchemas[key(name).schema] {
+				absent[name.schema]++
+			}
 		} else if t != name {
 			r.onTarget = t
 		}
 		report.Tables = append(report.Tables, r)
 	}
 	for name := range targetTables {
-		if !onSource[key(name)] {
+		switch {
+		case onSource[key(name)]:
+		case len(opts.Databases) == 0 && !sourceSchemas[key(name).schema]:
+			elsewhere[name.schema]++
+		default:
 			report.Tables = append(report.Tables, TableResult{Schema: name.schema, Table: name.table, Status: StatusExtra})
 		}
 	}
+	for schema, n := range elsewhere {
+		report.Elsewhere = append(report.Elsewhere, OtherDatabase{Schema: schema, Tables: n})
+	}
+	sort.Slice(report.Elsewhere, func(i, j int) bool { return report.Elsewhere[i].Schema < report.Elsewhere[j].Schema })
+	for schema, n := range absent {
+		report.Absent = append(report.Absent, OtherDatabase{Schema: schema, Tables: n})
+	}
+	sort.Slice(report.Absent, func(i, j int) bool { return report.Absent[i].Schema < report.Absent[j].Schema })
 	sort.Slice(report.Tables, func(i, j int) bool {
 		a, b := report.Tables[i], report.Tables[j]
 		if a.Schema != b.Schema {
@@ -280,6 +327,41 @@ func existingSchemas(ctx context.Context, db *sql.DB, names []string) (map[strin
 		found[n] = true
 	}
 	return found, rows.Err()
+}
+
+// schemaSet is the databases of db but the SkippedSchemas, as fold names them.
+func schemaSet(ctx context.Context, db *sql.DB, fold func(string) string) (map[string]bool, error) {
+	names, err := allSchemas(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[fold(n)] = true
+	}
+	return set, nil
+}
+
+// allSchemas lists the databases of db but the SkippedSchemas.
+func allSchemas(ctx context.Context, db *sql.DB) ([]string, error) {
+	args := make([]any, len(SkippedSchemas))
+	for i, n := range SkippedSchemas {
+		args[i] = n
+	}
+	rows, err := db.QueryContext(ctx, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN ("+placeholders(len(SkippedSchemas))+")", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	return names, rows.Err()
 }
 
 func placeholders(n int) string {

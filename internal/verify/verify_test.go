@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -371,5 +372,61 @@ func TestLowerIdentifiers(t *testing.T) {
 	want := "CREATE TABLE `orders` (\n  `id` int(11) NOT NULL,\n  `note` varchar(10) DEFAULT 'Ab`c',\n  CONSTRAINT `items_ibfk_1` FOREIGN KEY (`orderid`) REFERENCES `orders` (`id`)\n)"
 	if got := lowerIdentifiers(def); got != want {
 		t.Errorf("lowerIdentifiers:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestTargetSharedWithAnotherStream: the target holds, besides this
+// source's databases, another stream's. Without Databases those are
+// reported apart (Elsewhere), not as differences; a table the target has
+// in one of this source's databases still is one; naming the other
+// database compares it.
+func TestTargetSharedWithAnotherStream(t *testing.T) {
+	servers(t)
+	onBoth(t, "mine", "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+	if err := targetServer.Exec(context.Background(), "DROP DATABASE IF EXISTS theirs"); err != nil {
+		t.Fatal(err)
+	}
+	onOne(t, targetServer, "theirs", "CREATE TABLE a (id INT PRIMARY KEY)", "CREATE TABLE b (id INT PRIMARY KEY)")
+
+	report := compare(t, Options{})
+	got := byName(report)
+	if got["mine.t"].Status != StatusEqual {
+		t.Errorf("mine.t = %+v, want equal", got["mine.t"])
+	}
+	for name := range got {
+		if strings.HasPrefix(name, "theirs.") {
+			t.Errorf("%s compared as %s, want it reported apart", name, got[name].Status)
+		}
+	}
+	found := false
+	for _, d := range report.Elsewhere {
+		if d.Schema == "theirs" {
+			found = true
+			if d.Tables != 2 {
+				t.Errorf("theirs holds %d tables, want 2", d.Tables)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("theirs not among the target's other databases: %+v", report.Elsewhere)
+	}
+
+	onOne(t, targetServer, "mine", "CREATE TABLE stray (id INT PRIMARY KEY)")
+	defer onOne(t, targetServer, "mine", "DROP TABLE stray")
+	if g := byName(compare(t, Options{})); g["mine.stray"].Status != StatusExtra {
+		t.Errorf("mine.stray = %+v, want extra", g["mine.stray"])
+	}
+
+	// A database of the source the target lacks: missing, and named apart.
+	onOne(t, sourceServer, "filtered", "CREATE TABLE f (id INT PRIMARY KEY)")
+	defer sourceServer.Exec(context.Background(), "DROP DATABASE filtered")
+	report = compare(t, Options{})
+	if g := byName(report); g["filtered.f"].Status != StatusMissing || !slices.Contains(report.Absent, OtherDatabase{Schema: "filtered", Tables: 1}) {
+		t.Errorf("filtered.f = %+v, absent %+v; want missing, filtered among the absent", g["filtered.f"], report.Absent)
+	}
+
+	report = compare(t, Options{Databases: []string{"mine", "theirs"}})
+	if g := byName(report); g["theirs.a"].Status != StatusExtra || len(report.Elsewhere) != 0 {
+		t.Errorf("with theirs named: theirs.a = %+v, elsewhere %+v; want extra, none", g["theirs.a"], report.Elsewhere)
 	}
 }
