@@ -1,6 +1,7 @@
-// This file owns the contenders: MariaDB's own replica in its three modes,
-// gapless with a policy and a worker count, and mariadb-binlog piped into
-// the mariadb client. Each replays a recording onto a fresh target and
+// This file owns the contenders: MariaDB's own replica, serial and in its
+// three parallel modes (conservative, optimistic, aggressive), gapless with
+// a policy and a worker count, and mariadb-binlog piped into the mariadb
+// client. Each replays a recording onto a fresh target and
 // reports its catch-up time: from its start to the last GTID applied.
 package main
 
@@ -119,8 +120,8 @@ type attempt struct {
 var gaplessPolicies = []string{"serial", "commit-id", "writeset", "schema", "domain"}
 
 // parseContender reads an id: mariadb-serial, mariadb-conservative,
-// mariadb-optimistic, gapless-POLICY-WORKERS, or mariadb-binlog. Parallel
-// MariaDB modes use workers threads.
+// mariadb-optimistic, mariadb-aggressive, gapless-POLICY-WORKERS, or
+// mariadb-binlog. Parallel MariaDB modes use workers threads.
 //
 // An id may name a target variant after a slash (gapless-writeset-N/fast,
 // words joined by dashes: durable or fast, nobinlog, remote; see variantWords),
@@ -153,7 +154,7 @@ func parseBaseContender(id string, workers int) (contender, error) {
 	switch id {
 	case "mariadb-serial":
 		return contender{ID: id, Label: "MariaDB replica, serial", Kind: "mariadb", ParallelMode: "conservative"}, nil
-	case "mariadb-conservative", "mariadb-optimistic":
+	case "mariadb-conservative", "mariadb-optimistic", "mariadb-aggressive":
 		mode := strings.TrimPrefix(id, "mariadb-")
 		return contender{ID: id, Label: fmt.Sprintf("MariaDB replica, %d %s", workers, mode), Kind: "mariadb", ParallelThreads: workers, ParallelMode: mode}, nil
 	case "mariadb-binlog":
@@ -175,7 +176,7 @@ func parseBaseContender(id string, workers int) (contender, error) {
 			}
 		}
 	}
-	return contender{}, fmt.Errorf("unknown contender %q: want mariadb-serial, mariadb-conservative, mariadb-optimistic, mariadb-binlog or gapless-POLICY-WORKERS (POLICY one of %s, WORKERS a number or N)",
+	return contender{}, fmt.Errorf("unknown contender %q: want mariadb-serial, mariadb-conservative, mariadb-optimistic, mariadb-aggressive, mariadb-binlog or gapless-POLICY-WORKERS (POLICY one of %s, WORKERS a number or N)",
 		id, strings.Join(gaplessPolicies, ", "))
 }
 

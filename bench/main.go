@@ -3,7 +3,7 @@
 // contender onto fresh, identically configured targets, verifies the target
 // and writes a markdown report and a PNG chart to bench/results.
 //
-//	go run ./bench --quick      # make bench-quick: W1 and W2 at 25 times their size, five contenders, one run
+//	go run ./bench --quick      # make bench-quick: W1 and W2 at 25 times their size, six contenders, one run
 //	go run ./bench              # make bench: W1-W10, a few contenders each, three runs
 //	go run ./bench --workloads W7,W7B --runs 1 --scale 0.1 --workdir /tmp/bench   # a short look
 //
@@ -41,8 +41,9 @@ import (
 //     one at a time on every replica, about 10 s;
 //   - bench-quick runs W1 and W2 at quickScale (150 000 transactions), once.
 
-// quickContenders are MariaDB's three modes and gapless N and 1 with the
-// default policy, the applied transactions kept out of the target's binlog.
+// quickContenders are MariaDB's serial replica and its three parallel modes,
+// and gapless N and 1 with the default policy, the applied transactions kept
+// out of the target's binlog.
 var quickContenders = withVariant(focusedContenders, "nobinlog")
 
 // quickScale sizes W1 and W2 in bench-quick so that the fastest contender
@@ -89,12 +90,13 @@ func defaultContenders(w *workload, fast bool) []string {
 	return fullContenders()
 }
 
-// fullContenders are MariaDB's three modes, gapless with every policy at N
+// fullContenders are MariaDB's serial replica and its three parallel modes,
+// gapless with every policy at N
 // workers and with one worker. With one worker the policy changes nothing,
 // so gapless 1 runs once, with the default policy. mariadb-binlog, ten times
 // slower than the rest, runs only when --contenders names it.
 func fullContenders() []string {
-	ids := []string{"mariadb-serial", "mariadb-conservative", "mariadb-optimistic"}
+	ids := slices.Clone(mariadbContenders)
 	for _, p := range gaplessPolicies {
 		ids = append(ids, "gapless-"+p+"-N")
 	}
@@ -121,9 +123,9 @@ type options struct {
 
 func main() {
 	var o options
-	flag.BoolVar(&o.quick, "quick", false, "W1 and W2, five contenders (defaults that --workloads and --contenders override)")
+	flag.BoolVar(&o.quick, "quick", false, "W1 and W2, six contenders (defaults that --workloads and --contenders override)")
 	flag.StringVar(&o.workloadIDs, "workloads", "", "comma-separated workloads: "+workloadList(workloads)+" (default: all; --quick: W1,W2)")
-	flag.StringVar(&o.contenders, "contenders", "", "comma-separated contenders: mariadb-serial, mariadb-conservative, mariadb-optimistic, mariadb-binlog, gapless-POLICY-WORKERS (WORKERS a number or N), each with an optional /VARIANT of dash-joined words: durable or fast, nobinlog, remote (gapless over a 1 ms link) (default: each workload's own list, see README; --quick: "+strings.Join(quickContenders, ",")+")")
+	flag.StringVar(&o.contenders, "contenders", "", "comma-separated contenders: mariadb-serial, mariadb-conservative, mariadb-optimistic, mariadb-aggressive, mariadb-binlog, gapless-POLICY-WORKERS (WORKERS a number or N), each with an optional /VARIANT of dash-joined words: durable or fast, nobinlog, remote (gapless over a 1 ms link) (default: each workload's own list, see README; --quick: "+strings.Join(quickContenders, ",")+")")
 	flag.IntVar(&o.runs, "runs", 0, fmt.Sprintf("runs per contender and workload; the median counts (default 3; --quick: %d)", quickRuns))
 	flag.IntVar(&o.workers, "workers", 8, "N: parallel threads of MariaDB's parallel modes and gapless's workers")
 	flag.BoolVar(&o.fast, "fast", false, "non-durable targets: innodb_flush_log_at_trx_commit=2, sync_binlog=0")

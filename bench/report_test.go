@@ -19,6 +19,7 @@ func TestParseContender(t *testing.T) {
 		"gapless-commit-id-1":                     "gapless 1 commit-id",
 		"mariadb-binlog":                          "mariadb-binlog | mariadb",
 		"mariadb-conservative":                    "MariaDB replica, 8 conservative",
+		"mariadb-aggressive/nobinlog":             "MariaDB replica, 8 aggressive [binlog off]",
 		"mariadb-serial/nobinlog":                 "MariaDB replica, serial [binlog off]",
 		"gapless-writeset-N/fast-nobinlog":        "gapless 8 writeset [non-durable, binlog off]",
 		"gapless-schema-2/fast@/tmp/old/gapless":  "gapless 2 schema (gapless) [non-durable]",
@@ -82,6 +83,24 @@ func TestMarkdownTable(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// MariaDB's best is the best of every mode that ran, aggressive included,
+// on targets configured the same way.
+func TestBestMariaDBCountsAggressive(t *testing.T) {
+	wr := &workloadResult{Rec: &recording{Workload: workloads[0], Transactions: 1000}}
+	for id, seconds := range map[string]float64{
+		"mariadb-conservative": 3, "mariadb-optimistic": 2.5, "mariadb-aggressive": 2, "mariadb-aggressive/fast": 1, "gapless-writeset-N": 1.5,
+	} {
+		c, err := parseContender(id, 8, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wr.Results = append(wr.Results, &result{Contender: c, Attempts: []attempt{{Seconds: seconds, Equal: true}}})
+	}
+	if best, label := wr.bestMariaDB(""); best != 2 || label != "MariaDB replica, 8 aggressive" {
+		t.Errorf("best MariaDB mode %g (%s), want 2 (aggressive on the default targets)", best, label)
 	}
 }
 

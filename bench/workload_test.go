@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,6 +35,35 @@ func TestEveryWorkloadsContendersParse(t *testing.T) {
 	}
 	if w1 := defaultContenders(workloadByID(t, "W1"), true); !slices.Contains(w1, "mariadb-serial/durable-nobinlog") {
 		t.Errorf("W1 with --fast runs %v: want the focused contenders on durable targets with the binlog off too", w1)
+	}
+}
+
+// Wherever MariaDB's replica runs in a parallel mode, it runs in all three,
+// so that "MariaDB's best" is the best of them (issue 47).
+func TestEveryParallelModeRunsTogether(t *testing.T) {
+	lists := map[string][]string{"--quick": quickContenders}
+	for _, w := range workloads {
+		for _, fast := range []bool{false, true} {
+			lists[fmt.Sprintf("%s fast=%v", w.ID, fast)] = defaultContenders(w, fast)
+		}
+	}
+	for name, ids := range lists {
+		variants := map[string]map[string]bool{} // target variant -> modes
+		for _, id := range ids {
+			c, err := parseContender(id, 8, true)
+			if err != nil || c.Kind != "mariadb" || c.ParallelThreads == 0 {
+				continue
+			}
+			if variants[c.Variant()] == nil {
+				variants[c.Variant()] = map[string]bool{}
+			}
+			variants[c.Variant()][c.ParallelMode] = true
+		}
+		for v, modes := range variants {
+			if len(modes) != 3 {
+				t.Errorf("%s runs MariaDB's parallel modes %v on targets %q: want conservative, optimistic and aggressive", name, modes, v)
+			}
+		}
 	}
 }
 
