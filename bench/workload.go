@@ -41,6 +41,9 @@ type workload struct {
 	Run      func(ctx context.Context, p *primary, scale float64) error
 	// Contenders are the full run's contenders; nil: defaultContenders'.
 	Contenders []string
+	// Cluster is the number of nodes of the Galera cluster every contender
+	// replicates into (cluster.go); 0: one target server.
+	Cluster int
 }
 
 // sbtest4 is W1's tables: 4 of 10 000 rows, 10 MB in all, well inside the
@@ -216,7 +219,28 @@ var workloads = []*workload{
 		},
 		Contenders: focusedContenders,
 	},
+	{
+		// Every commit on a node waits for the cluster to certify it; each
+		// run gets a fresh cluster (cluster.go), verified on every node.
+		ID: "W1G", Short: "W1 into a 3-node Galera cluster", Title: "W1 replicated into a 3-node Galera cluster (wsrep_gtid_mode=ON, durable nodes), every commit certified by the cluster",
+		Durable: true, PrimaryConf: groupCommitWait,
+		Prepared: sbtest4.name(), Prepare: sbtest4.prepare,
+		Run: func(ctx context.Context, p *primary, scale float64) error {
+			return p.sysbench(ctx, sbtest4.run("oltp_write_only", 16, scaled(w1gTransactions, scale)))
+		},
+		Cluster:    3,
+		Contenders: clusterContenders,
+	},
 }
+
+// w1gTransactions sizes W1G so that one run of its slowest contender fits in
+// a couple of minutes here.
+const w1gTransactions = 30000
+
+// clusterContenders are, on a cluster workload, MariaDB's replica on node 1
+// in its three parallel modes, gapless N writing to the nodes in turn, and
+// gapless N again with the node it writes to killed amid the run.
+var clusterContenders = append(slices.Clone(mariadbContenders[1:]), "gapless-writeset-N", "gapless-writeset-N/failover")
 
 // sbtest4MyISAM is W10's tables: W1's, in MyISAM.
 var sbtest4MyISAM = sysbenchTables{DB: "sbtest", Tables: 4, TableSize: 10000, Engine: "MyISAM"}
@@ -262,6 +286,7 @@ type recording struct {
 	Workload        *workload
 	Primary         *sandbox.Server
 	TemplateDatadir string // a stopped server's datadir holding the prepared tables (prepared.go)
+	ClusterTemplate string // a cluster workload's stopped cluster holding them (cluster.go)
 	Start, End      string // @@gtid_binlog_pos before and after the workload
 	Transactions    int64
 	PrimarySeconds  float64

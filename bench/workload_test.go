@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"gapless/internal/sandbox"
 )
 
 func TestEveryWorkloadsContendersParse(t *testing.T) {
@@ -64,6 +66,56 @@ func TestEveryParallelModeRunsTogether(t *testing.T) {
 				t.Errorf("%s runs MariaDB's parallel modes %v on targets %q: want conservative, optimistic and aggressive", name, modes, v)
 			}
 		}
+	}
+}
+
+// A cluster workload runs MariaDB's replica and gapless into the cluster and
+// gapless through the kill of a node; the kill needs a cluster, and a
+// cluster's nodes are neither reached over the link nor without binlog.
+func TestClusterContendersFit(t *testing.T) {
+	w1g, w1 := workloadByID(t, "W1G"), workloadByID(t, "W1")
+	if w1g.Cluster != 3 {
+		t.Errorf("W1G replicates into %d nodes, want 3", w1g.Cluster)
+	}
+	failover := false
+	for _, id := range defaultContenders(w1g, false) {
+		c, err := parseContender(id, 8, true)
+		if err == nil {
+			err = fitsWorkload(c, w1g)
+		}
+		if err != nil {
+			t.Errorf("W1G: %v", err)
+		}
+		failover = failover || (c.Failover && c.Kind == "gapless" && c.Workers == 8)
+	}
+	if !failover {
+		t.Error("W1G runs no gapless 8 with the node it writes to killed")
+	}
+	for _, tc := range []struct {
+		id string
+		w  *workload
+	}{{"gapless-writeset-N/failover", w1}, {"gapless-writeset-N/nobinlog", w1g}, {"gapless-writeset-N/remote", w1g}, {"mariadb-optimistic/nobinlog", w1g}} {
+		c, err := parseContender(tc.id, 8, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fitsWorkload(c, tc.w) == nil {
+			t.Errorf("%s on %s accepted", tc.id, tc.w.ID)
+		}
+	}
+}
+
+func TestNodesURLNamesEveryNode(t *testing.T) {
+	c := &sandbox.Cluster{Nodes: []*sandbox.Server{{Port: 3301}, {Port: 3302}, {Port: 3303}}}
+	if got, want := nodesURL(c), "mysql://gapless:gapless@127.0.0.1:3301,127.0.0.1:3302,127.0.0.1:3303"; got != want {
+		t.Errorf("nodesURL = %q, want %q", got, want)
+	}
+}
+
+func TestFailoverDomain(t *testing.T) {
+	domain, from, to, err := failoverDomain(&recording{Start: "0-1-25", End: "0-7-30025"})
+	if err != nil || domain != 0 || from != 25 || to != 30025 {
+		t.Errorf("failoverDomain = %d, %d, %d, %v; want domain 0 from 25 to 30025", domain, from, to, err)
 	}
 }
 
