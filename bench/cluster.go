@@ -203,23 +203,29 @@ func compareWith(ctx context.Context, primary *sandbox.Server, tgt *sql.DB) (boo
 	return len(diffs) == 0, strings.Join(diffs, "; "), nil
 }
 
+// failoverTimes are the seconds from the kill of the node gapless wrote to
+// until the surviving nodes formed a cluster without it (View) and until
+// gapless committed on one of them (Commit).
+type failoverTimes struct{ View, Commit float64 }
+
 // killWritingNode waits until gapless has applied failoverAt of the
 // recording on the node it writes to, kills that node with SIGKILL, and
-// returns the time from the kill until a position row that gapless wrote
+// returns the times from the kill until the survivors' view changed and
+// until a position row that gapless wrote
 // after the kill is seen committed on a surviving node: gapless writes each
 // row's applied_at as it builds the statement, so a row written after the
 // kill was written by a transaction that began, and committed, on another
 // node. exited closes when gapless exits.
-func killWritingNode(ctx context.Context, env runEnv, exited <-chan struct{}) (float64, error) {
+func killWritingNode(ctx context.Context, env runEnv, exited <-chan struct{}) (failoverTimes, error) {
 	c := env.cluster
 	if c == nil {
-		return 0, errors.New("the failover contender needs a cluster workload")
+		return failoverTimes{}, errors.New("the failover contender needs a cluster workload")
 	}
 	dbs := make([]*sql.DB, len(c.Nodes))
 	for i, n := range c.Nodes {
 		db, err := n.Open("")
 		if err != nil {
-			return 0, err
+			return failoverTimes{}, err
 		}
 		db.SetMaxOpenConns(1)
 		defer db.Close()
@@ -227,16 +233,16 @@ func killWritingNode(ctx context.Context, env runEnv, exited <-chan struct{}) (f
 	}
 	domain, from, to, err := failoverDomain(env.rec)
 	if err != nil {
-		return 0, err
+		return failoverTimes{}, err
 	}
 	killAt := from + uint64(failoverAt*float64(to-from))
 	writing := -1
 	for writing < 0 {
 		if done(exited) {
-			return 0, fmt.Errorf("gapless exited before it had applied %.0f%% of the transactions (its error follows, if any)", 100*failoverAt)
+			return failoverTimes{}, fmt.Errorf("gapless exited before it had applied %.0f%% of the transactions (its error follows, if any)", 100*failoverAt)
 		}
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			return failoverTimes{}, err
 		}
 		if appliedSeq(ctx, dbs, domain) >= killAt {
 			writing = writingNode(ctx, dbs)
@@ -246,29 +252,41 @@ func killWritingNode(ctx context.Context, env runEnv, exited <-chan struct{}) (f
 	dbs[writing].Close() // no quit packet to a dead node later
 	killedAt := time.Now()
 	if err := c.Nodes[writing].Kill(); err != nil {
-		return 0, err
+		return failoverTimes{}, err
 	}
 	since := killedAt.UTC().Format("2006-01-02 15:04:05.000000")
+	var t failoverTimes
 	for {
 		for i, db := range dbs {
 			if i == writing {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(ctx, time.Second)
+			if t.View == 0 {
+				var name string
+				var size int
+				if err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'wsrep_cluster_size'").Scan(&name, &size); err == nil && size < len(c.Nodes) {
+					t.View = time.Since(killedAt).Seconds()
+				}
+			}
 			var n int
 			err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM gapless.checkpoint WHERE applied_at > ?", since).Scan(&n)
 			cancel()
 			if err == nil && n > 0 {
-				return time.Since(killedAt).Seconds(), nil
+				t.Commit = time.Since(killedAt).Seconds()
+				if t.View == 0 { // the view changed between two polls
+					t.View = t.Commit
+				}
+				return t, nil
 			}
 		}
 		switch {
 		case ctx.Err() != nil:
-			return 0, ctx.Err()
+			return t, ctx.Err()
 		case time.Since(killedAt) > failoverLimit:
-			return 0, fmt.Errorf("no transaction committed on a surviving node within %s of the kill of node %d", failoverLimit, writing+1)
+			return t, fmt.Errorf("no transaction committed on a surviving node within %s of the kill of node %d", failoverLimit, writing+1)
 		case done(exited):
-			return 0, fmt.Errorf("gapless exited after the kill of node %d and before it committed on another node", writing+1)
+			return t, fmt.Errorf("gapless exited after the kill of node %d and before it committed on another node", writing+1)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -130,10 +130,12 @@ type attempt struct {
 	LinkCPU float64
 	// FailoverSeconds is, for a failover contender, the time from the kill
 	// of the node gapless wrote to until a transaction it applied after the
-	// kill was committed on another node; Moves is how many times it logged
-	// a move to another node.
-	FailoverSeconds float64
-	Moves           int
+	// kill was committed on another node, and ViewChangeSeconds until the
+	// surviving nodes had formed a cluster without it (no commit can be
+	// certified before); Moves is how many times gapless logged a move to
+	// another node.
+	FailoverSeconds, ViewChangeSeconds float64
+	Moves                              int
 }
 
 var gaplessPolicies = []string{"serial", "commit-id", "writeset", "schema", "domain"}
@@ -329,7 +331,7 @@ func (c contender) runGapless(ctx context.Context, env runEnv) attempt {
 	var waitErr error
 	exited := make(chan struct{})
 	go func() { waitErr = cmd.Wait(); close(exited) }()
-	var failover float64
+	var failover failoverTimes
 	var failoverErr error
 	if c.Failover {
 		failover, failoverErr = killWritingNode(ctx, env, exited)
@@ -347,7 +349,7 @@ func (c contender) runGapless(ctx context.Context, env runEnv) attempt {
 		fmt.Println(lastLines(out.String(), 4))
 	}
 	return attempt{Seconds: elapsed, Command: command, ApplierCPU: cpuSeconds(cmd.ProcessState), LinkRoundTrip: linkRTT,
-		FailoverSeconds: failover, Moves: strings.Count(out.String(), targetMoveLog)}
+		FailoverSeconds: failover.Commit, ViewChangeSeconds: failover.View, Moves: strings.Count(out.String(), targetMoveLog)}
 }
 
 // pingRoundTrip is the median time of a MySQL ping (COM_PING) to the server

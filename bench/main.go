@@ -415,7 +415,7 @@ func (a attempt) summary() string {
 			link = fmt.Sprintf(", link %.1f s", a.LinkCPU)
 		}
 		if a.FailoverSeconds > 0 {
-			link += fmt.Sprintf("; committed again %.1f s after the kill, %d move(s)", a.FailoverSeconds, a.Moves)
+			link += fmt.Sprintf("; committed again %.1f s after the kill (cluster without the node after %.1f s), %d move(s)", a.FailoverSeconds, a.ViewChangeSeconds, a.Moves)
 		}
 		return fmt.Sprintf("%.1f s, equal; CPU: target %.1f s, applier %.1f s%s, machine %.0f%% busy", a.Seconds, a.TargetCPU, a.ApplierCPU, link, 100*a.MachineBusy)
 	}
