@@ -254,7 +254,8 @@ func (rp *report) markdown() string {
 				"(cold buffer pools, no state transfer), wsrep_gtid_mode=ON, nodes durable like the other targets, "+
 				"binlog and log_slave_updates ON%s. gapless's target URL names every node (it writes to node 1 and "+
 				"moves to the next when a node fails); MariaDB's replica runs on node 1 (CHANGE MASTER there). "+
-				"A run counts when every node, read with wsrep_sync_wait=1, equals the primary.\n\n",
+				"A run counts when every node, read with wsrep_sync_wait=1, equals the primary. "+
+				"The nodes drop a silent peer after evs.suspect_timeout=PT3S (the sandbox's; Galera's default is 5 s).\n\n",
 				n, strings.Join(append([]string{""}, rec.Workload.TargetConf...), ", "))
 		} else if conf := rec.Workload.TargetConf; len(conf) > 0 {
 			fmt.Fprintf(&b, "Targets: %s.\n\n", strings.Join(conf, ", "))
