@@ -39,10 +39,10 @@ import (
 //     second per run): a check that nothing regressed, not a measure of speed;
 //   - W10 has W1's 6 000 transactions too, on MyISAM: 24 000 groups that run
 //     one at a time on every replica, about 10 s;
-//   - W1G has 30 000 of W1's transactions, replicated into a fresh 3-node
+//   - W1G has 12 000 of W1's transactions, replicated into a fresh 3-node
 //     Galera cluster per run (cluster.go): MariaDB's slowest parallel mode
 //     needs about a minute there, and each run adds the cluster's start and
-//     a verify of every node;
+//     a verify of every node (about 20 s);
 //   - bench-quick runs W1 and W2 at quickScale (150 000 transactions), once.
 
 // quickContenders are MariaDB's serial replica and its three parallel modes,

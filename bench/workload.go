@@ -233,9 +233,12 @@ var workloads = []*workload{
 	},
 }
 
-// w1gTransactions sizes W1G so that one run of its slowest contender fits in
-// a couple of minutes here.
-const w1gTransactions = 30000
+// w1gTransactions sizes W1G so that one run of its slowest contender, with
+// the cluster's start and the verify of every node, fits in a couple of
+// minutes here: at 30 000, MariaDB's replica needed 97-159 s per mode and
+// gapless 8 15 s on a loaded machine (bench/results/2026-11-29-w1g-sizing.md),
+// and three runs of each would add over half an hour to make bench.
+const w1gTransactions = 12000
 
 // clusterContenders are, on a cluster workload, MariaDB's replica on node 1
 // in its three parallel modes, gapless N writing to the nodes in turn, and
