@@ -52,22 +52,32 @@ func clusterConfig(dir string, w *workload, durable bool) sandbox.ClusterConfig 
 	return sandbox.ClusterConfig{Dir: dir, Name: clusterName, Nodes: w.Cluster, GTIDMode: true, Durable: durable, Extra: slices.Clone(w.TargetConf)}
 }
 
+// clusterStarts is how many times a cluster's start is tried on its folder.
+const clusterStarts = 3
+
 // startCluster starts a cluster and registers its nodes, so an error or an
-// interrupt kills them. A start that fails is tried once more on the same
-// folder (see start: a node may be reported dead while it is starting).
+// interrupt kills them. A start that fails is tried again on the same folder,
+// after a pause: a node may be reported dead while it is starting (see
+// start), and on a machine loaded by other jobs a joining node may miss the
+// sandbox's short group-communication timeouts and leave (it logs
+// "partitioned" and "SELF-LEAVE").
 func (f *fleet) startCluster(ctx context.Context, cfg sandbox.ClusterConfig) (*sandbox.Cluster, error) {
-	c, err := sandbox.StartCluster(ctx, cfg)
-	if err != nil && ctx.Err() == nil {
-		fmt.Printf("warning: starting cluster %s in %s: %s; starting it again\n", cfg.Name, cfg.Dir, strings.ReplaceAll(err.Error(), "\n", " | "))
-		var again error
-		c, again = sandbox.StartCluster(ctx, cfg)
-		err = errors.Join(err, again)
-		if again == nil {
-			err = nil
+	var c *sandbox.Cluster
+	var errs []error
+	for attempt := 1; attempt <= clusterStarts && ctx.Err() == nil; attempt++ {
+		var err error
+		if c, err = sandbox.StartCluster(ctx, cfg); err == nil {
+			break
+		}
+		errs = append(errs, err)
+		if attempt < clusterStarts {
+			first, _, _ := strings.Cut(err.Error(), "\n")
+			fmt.Printf("warning: starting cluster %s in %s: %s; starting it again\n", cfg.Name, cfg.Dir, first)
+			time.Sleep(time.Duration(attempt) * 2 * time.Second)
 		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("starting cluster %s in %s: %w", cfg.Name, cfg.Dir, err)
+	if c == nil {
+		return nil, fmt.Errorf("starting cluster %s in %s: %w", cfg.Name, cfg.Dir, errors.Join(append(errs, ctx.Err())...))
 	}
 	f.mu.Lock()
 	for _, n := range c.Nodes {

@@ -255,6 +255,7 @@ func (rp *report) markdown() string {
 				"binlog and log_slave_updates ON%s. gapless's target URL names every node (it writes to node 1 and "+
 				"moves to the next when a node fails); MariaDB's replica runs on node 1 (CHANGE MASTER there). "+
 				"A run counts when every node, read with wsrep_sync_wait=1, equals the primary. "+
+				"The target's CPU is every node's, and the CPU floor theirs with the applier's. "+
 				"The nodes drop a silent peer after evs.suspect_timeout=PT3S (the sandbox's; Galera's default is 5 s).\n\n",
 				n, strings.Join(append([]string{""}, rec.Workload.TargetConf...), ", "))
 		} else if conf := rec.Workload.TargetConf; len(conf) > 0 {
