@@ -95,10 +95,10 @@ func defaultContenders(w *workload, fast bool) []string {
 }
 
 // fullContenders are MariaDB's serial replica and its three parallel modes,
-// gapless with every policy at N
-// workers and with one worker. With one worker the policy changes nothing,
-// so gapless 1 runs once, with the default policy. mariadb-binlog, ten times
-// slower than the rest, runs only when --contenders names it.
+// gapless with every policy at N workers and with one worker. With one
+// worker the policy changes nothing, so gapless 1 runs once, with the
+// default policy. mariadb-binlog, ten times slower than the rest, runs only
+// when --contenders names it.
 func fullContenders() []string {
 	ids := slices.Clone(mariadbContenders)
 	for _, p := range gaplessPolicies {
@@ -234,7 +234,12 @@ func (o *options) resolve() ([]*workload, map[*workload][]contender, error) {
 		return nil, nil, fmt.Errorf("--runs, --workers and --scale must be positive")
 	}
 	wIDs := splitList(o.workloadIDs)
-	if len(wIDs) == 0 {
+	switch {
+	case len(wIDs) > 0:
+	case o.quick:
+		wIDs = []string{"W1", "W2"}
+	default:
+		// Every workload; those into a cluster only where Galera is installed.
 		galera := sandbox.CheckGalera()
 		for _, w := range workloads {
 			if w.Cluster > 0 && galera != nil {
@@ -242,9 +247,6 @@ func (o *options) resolve() ([]*workload, map[*workload][]contender, error) {
 				continue
 			}
 			wIDs = append(wIDs, w.ID)
-		}
-		if o.quick {
-			wIDs = []string{"W1", "W2"}
 		}
 	}
 	var ws []*workload

@@ -105,6 +105,23 @@ func TestClusterContendersFit(t *testing.T) {
 	}
 }
 
+func TestResolve(t *testing.T) {
+	o := options{quick: true, workers: 8, scale: 1}
+	ws, cs, err := o.resolve()
+	if err != nil || workloadList(ws) != "W1,W2" {
+		t.Fatalf("--quick: workloads %s, %v; want W1,W2", workloadList(ws), err)
+	}
+	for _, w := range ws {
+		if len(cs[w]) != 6 || !slices.ContainsFunc(cs[w], func(c contender) bool { return c.ID == "mariadb-aggressive/nobinlog" }) {
+			t.Errorf("--quick runs %d contenders on %s, want six with MariaDB's aggressive mode among them", len(cs[w]), w.ID)
+		}
+	}
+	o = options{workloadIDs: "W1G", contenders: "gapless-writeset-N/nobinlog", workers: 8, scale: 1}
+	if _, _, err := o.resolve(); err == nil {
+		t.Error("a cluster workload with a target without binlog accepted")
+	}
+}
+
 func TestNodesURLNamesEveryNode(t *testing.T) {
 	c := &sandbox.Cluster{Nodes: []*sandbox.Server{{Port: 3301}, {Port: 3302}, {Port: 3303}}}
 	if got, want := nodesURL(c), "mysql://gapless:gapless@127.0.0.1:3301,127.0.0.1:3302,127.0.0.1:3303"; got != want {
