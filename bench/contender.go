@@ -1,6 +1,7 @@
-// This file owns the contenders: MariaDB's own replica in its three modes,
-// gapless with a policy and a worker count, and mariadb-binlog piped into
-// the mariadb client. Each replays a recording onto a fresh target and
+// This file owns the contenders: MariaDB's own replica, serial and in its
+// three parallel modes (conservative, optimistic, aggressive), gapless with
+// a policy and a worker count, and mariadb-binlog piped into the mariadb
+// client. Each replays a recording onto a fresh target and
 // reports its catch-up time: from its start to the last GTID applied.
 package main
 
@@ -40,23 +41,29 @@ type contender struct {
 	Durable, TargetBinlog bool
 	// Remote: gapless reaches the target through a delaying link of
 	// linkRoundTrip (link.go), as an applier on another host would.
-	Remote  bool
-	variant string // the target configuration's label, "" for the run's default
+	Remote bool
+	// Failover: on a cluster workload, the node gapless writes to is killed
+	// with SIGKILL amid the run (cluster.go); the attempt then says how long
+	// gapless took to commit again on another node.
+	Failover bool
+	variant  string // the target configuration's label, "" for the run's default
 }
 
 // variantWords name, after an id's slash, target configurations other than
-// the run's default and the link to the target, joined by dashes:
-// gapless-writeset-N/fast-nobinlog-remote.
+// the run's default, the link to the target and the kill of a cluster's
+// node, joined by dashes: gapless-writeset-N/fast-nobinlog-remote.
 var variantWords = map[string]string{
 	"durable":  "durable",
 	"fast":     "non-durable",
 	"nobinlog": "binlog off",
 	"remote":   "1 ms link",
+	"failover": "node killed",
 }
 
 // Variant is the contender's target configuration as a label part, "" for
-// the run's default. The link is not part of it: a remote contender is set
-// beside MariaDB's replica on targets configured the same way.
+// the run's default. The link and the kill are not part of it: a remote or
+// failover contender is set beside MariaDB's replica on targets configured
+// the same way.
 func (c contender) Variant() string { return c.variant }
 
 // applyVariant sets the target configuration and the link that v names.
@@ -66,7 +73,7 @@ func (c *contender) applyVariant(v string) error {
 	for _, word := range strings.Split(v, "-") {
 		label, known := variantWords[word]
 		if !known || seen[word] || (word == "durable" && seen["fast"]) || (word == "fast" && seen["durable"]) {
-			return fmt.Errorf("unknown target variant %q in %q: want dash-joined words, at most one of durable and fast, nobinlog, remote", v, c.ID)
+			return fmt.Errorf("unknown target variant %q in %q: want dash-joined words, at most one of durable and fast, nobinlog, remote, failover", v, c.ID)
 		}
 		seen[word] = true
 		labels = append(labels, label)
@@ -81,6 +88,12 @@ func (c *contender) applyVariant(v string) error {
 			}
 			c.Remote = true
 			continue
+		case "failover":
+			if c.Kind != "gapless" {
+				return fmt.Errorf("%q: only gapless moves to another node (failover)", c.ID)
+			}
+			c.Failover = true
+			continue
 		}
 		config = append(config, label)
 	}
@@ -92,10 +105,11 @@ func (c *contender) applyVariant(v string) error {
 // runEnv is what one contender run needs.
 type runEnv struct {
 	rec     *recording
-	target  *sandbox.Server
-	dir     string   // the run's own folder
-	gapless string   // the gapless binary
-	extra   []string // more gapless flags, from --gapless-flags
+	target  *sandbox.Server  // the target, or the cluster's node 1 (MariaDB's replica runs there)
+	cluster *sandbox.Cluster // the target cluster of a cluster workload, else nil
+	dir     string           // the run's own folder
+	gapless string           // the gapless binary
+	extra   []string         // more gapless flags, from --gapless-flags
 }
 
 // attempt is the outcome of one contender run.
@@ -114,19 +128,27 @@ type attempt struct {
 	// LinkCPU is the CPU seconds the bench process used during a remote
 	// contender's run: the link's proxy, which runs in it, and little else.
 	LinkCPU float64
+	// FailoverSeconds is, for a failover contender, the time from the kill
+	// of the node gapless wrote to until a transaction it applied after the
+	// kill was committed on another node, and ViewChangeSeconds until the
+	// surviving nodes had formed a cluster without it (no commit can be
+	// certified before); Moves is how many times gapless logged a move to
+	// another node.
+	FailoverSeconds, ViewChangeSeconds float64
+	Moves                              int
 }
 
 var gaplessPolicies = []string{"serial", "commit-id", "writeset", "schema", "domain"}
 
 // parseContender reads an id: mariadb-serial, mariadb-conservative,
-// mariadb-optimistic, gapless-POLICY-WORKERS, or mariadb-binlog. Parallel
-// MariaDB modes use workers threads.
+// mariadb-optimistic, mariadb-aggressive, gapless-POLICY-WORKERS, or
+// mariadb-binlog. Parallel MariaDB modes use workers threads.
 //
 // An id may name a target variant after a slash (gapless-writeset-N/fast,
-// words joined by dashes: durable or fast, nobinlog, remote; see variantWords),
-// and a gapless id another gapless binary after an @, so that two builds are
-// compared in one run: gapless-writeset-8@/tmp/old-gapless, or with a
-// variant, gapless-writeset-8/fast@/tmp/old-gapless.
+// words joined by dashes: durable or fast, nobinlog, remote, failover; see
+// variantWords), and a gapless id another gapless binary after an @, so
+// that two builds are compared in one run: gapless-writeset-8@/tmp/old-gapless,
+// or with a variant, gapless-writeset-8/fast@/tmp/old-gapless.
 func parseContender(id string, workers int, durable bool) (contender, error) {
 	spec, binary, hasBinary := strings.Cut(id, "@")
 	base, v, hasVariant := strings.Cut(spec, "/")
@@ -153,7 +175,7 @@ func parseBaseContender(id string, workers int) (contender, error) {
 	switch id {
 	case "mariadb-serial":
 		return contender{ID: id, Label: "MariaDB replica, serial", Kind: "mariadb", ParallelMode: "conservative"}, nil
-	case "mariadb-conservative", "mariadb-optimistic":
+	case "mariadb-conservative", "mariadb-optimistic", "mariadb-aggressive":
 		mode := strings.TrimPrefix(id, "mariadb-")
 		return contender{ID: id, Label: fmt.Sprintf("MariaDB replica, %d %s", workers, mode), Kind: "mariadb", ParallelThreads: workers, ParallelMode: mode}, nil
 	case "mariadb-binlog":
@@ -175,7 +197,7 @@ func parseBaseContender(id string, workers int) (contender, error) {
 			}
 		}
 	}
-	return contender{}, fmt.Errorf("unknown contender %q: want mariadb-serial, mariadb-conservative, mariadb-optimistic, mariadb-binlog or gapless-POLICY-WORKERS (POLICY one of %s, WORKERS a number or N)",
+	return contender{}, fmt.Errorf("unknown contender %q: want mariadb-serial, mariadb-conservative, mariadb-optimistic, mariadb-aggressive, mariadb-binlog or gapless-POLICY-WORKERS (POLICY one of %s, WORKERS a number or N)",
 		id, strings.Join(gaplessPolicies, ", "))
 }
 
@@ -278,6 +300,9 @@ func throughLink(mysqlURL string, port int) (*delayLink, string, error) {
 // round trip it measures first.
 func (c contender) runGapless(ctx context.Context, env runEnv) attempt {
 	targetURL := env.target.URL(sandbox.ApplierUser, sandbox.ApplierPassword)
+	if env.cluster != nil {
+		targetURL = nodesURL(env.cluster)
+	}
 	var linkRTT float64
 	if c.Remote {
 		link, linked, err := throughLink(targetURL, env.target.Port)
@@ -300,16 +325,31 @@ func (c contender) runGapless(ctx context.Context, env runEnv) attempt {
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	began := time.Now()
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return attempt{Err: fmt.Errorf("gapless replicate: %w", err), Command: command}
+	}
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	var failover failoverTimes
+	var failoverErr error
+	if c.Failover {
+		failover, failoverErr = killWritingNode(ctx, env, exited)
+	}
+	<-exited
 	elapsed := time.Since(began).Seconds()
-	if err != nil {
-		return attempt{Err: fmt.Errorf("gapless replicate: %w: %s", err, lastLines(out.String(), 8)), Command: command}
+	if waitErr != nil {
+		return attempt{Err: fmt.Errorf("gapless replicate: %w: %s", waitErr, lastLines(out.String(), 8)), Command: command}
+	}
+	if failoverErr != nil {
+		return attempt{Err: fmt.Errorf("failover: %w; gapless said: %s", failoverErr, lastLines(out.String(), 8)), Command: command}
 	}
 	if len(env.extra) > 0 {
 		// An experiment: show what gapless said about its run.
 		fmt.Println(lastLines(out.String(), 4))
 	}
-	return attempt{Seconds: elapsed, Command: command, ApplierCPU: cpuSeconds(cmd.ProcessState), LinkRoundTrip: linkRTT}
+	return attempt{Seconds: elapsed, Command: command, ApplierCPU: cpuSeconds(cmd.ProcessState), LinkRoundTrip: linkRTT,
+		FailoverSeconds: failover.Commit, ViewChangeSeconds: failover.View, Moves: strings.Count(out.String(), targetMoveLog)}
 }
 
 // pingRoundTrip is the median time of a MySQL ping (COM_PING) to the server

@@ -3,8 +3,9 @@
 // contender onto fresh, identically configured targets, verifies the target
 // and writes a markdown report and a PNG chart to bench/results.
 //
-//	go run ./bench --quick      # make bench-quick: W1 and W2 at 25 times their size, five contenders, one run
-//	go run ./bench              # make bench: W1-W10, a few contenders each, three runs
+//	go run ./bench --quick      # make bench-quick: W1 and W2 at 25 times their size, six contenders, one run
+//	go run ./bench              # make bench: W1-W10 and W1G, a few contenders each, three runs
+//	go run ./bench --workloads W1G --runs 1   # W1 into a 3-node Galera cluster, and gapless through the kill of a node
 //	go run ./bench --workloads W7,W7B --runs 1 --scale 0.1 --workdir /tmp/bench   # a short look
 //
 // Each contender runs three times per workload (once in --quick); the
@@ -25,7 +26,6 @@ import (
 	"time"
 
 	"gapless/internal/sandbox"
-	"gapless/internal/verify"
 )
 
 // Sizes and contenders are chosen so that make bench stays under an hour and
@@ -39,10 +39,15 @@ import (
 //     second per run): a check that nothing regressed, not a measure of speed;
 //   - W10 has W1's 6 000 transactions too, on MyISAM: 24 000 groups that run
 //     one at a time on every replica, about 10 s;
+//   - W1G has 12 000 of W1's transactions, replicated into a fresh 3-node
+//     Galera cluster per run (cluster.go): MariaDB's slowest parallel mode
+//     needs about a minute there, and each run adds the cluster's start and
+//     a verify of every node (about 20 s);
 //   - bench-quick runs W1 and W2 at quickScale (150 000 transactions), once.
 
-// quickContenders are MariaDB's three modes and gapless N and 1 with the
-// default policy, the applied transactions kept out of the target's binlog.
+// quickContenders are MariaDB's serial replica and its three parallel modes,
+// and gapless N and 1 with the default policy, the applied transactions kept
+// out of the target's binlog.
 var quickContenders = withVariant(focusedContenders, "nobinlog")
 
 // quickScale sizes W1 and W2 in bench-quick so that the fastest contender
@@ -89,12 +94,13 @@ func defaultContenders(w *workload, fast bool) []string {
 	return fullContenders()
 }
 
-// fullContenders are MariaDB's three modes, gapless with every policy at N
-// workers and with one worker. With one worker the policy changes nothing,
-// so gapless 1 runs once, with the default policy. mariadb-binlog, ten times
-// slower than the rest, runs only when --contenders names it.
+// fullContenders are MariaDB's serial replica and its three parallel modes,
+// gapless with every policy at N workers and with one worker. With one
+// worker the policy changes nothing, so gapless 1 runs once, with the
+// default policy. mariadb-binlog, ten times slower than the rest, runs only
+// when --contenders names it.
 func fullContenders() []string {
-	ids := []string{"mariadb-serial", "mariadb-conservative", "mariadb-optimistic"}
+	ids := slices.Clone(mariadbContenders)
 	for _, p := range gaplessPolicies {
 		ids = append(ids, "gapless-"+p+"-N")
 	}
@@ -121,9 +127,9 @@ type options struct {
 
 func main() {
 	var o options
-	flag.BoolVar(&o.quick, "quick", false, "W1 and W2, five contenders (defaults that --workloads and --contenders override)")
+	flag.BoolVar(&o.quick, "quick", false, "W1 and W2, six contenders (defaults that --workloads and --contenders override)")
 	flag.StringVar(&o.workloadIDs, "workloads", "", "comma-separated workloads: "+workloadList(workloads)+" (default: all; --quick: W1,W2)")
-	flag.StringVar(&o.contenders, "contenders", "", "comma-separated contenders: mariadb-serial, mariadb-conservative, mariadb-optimistic, mariadb-binlog, gapless-POLICY-WORKERS (WORKERS a number or N), each with an optional /VARIANT of dash-joined words: durable or fast, nobinlog, remote (gapless over a 1 ms link) (default: each workload's own list, see README; --quick: "+strings.Join(quickContenders, ",")+")")
+	flag.StringVar(&o.contenders, "contenders", "", "comma-separated contenders: mariadb-serial, mariadb-conservative, mariadb-optimistic, mariadb-aggressive, mariadb-binlog, gapless-POLICY-WORKERS (WORKERS a number or N), each with an optional /VARIANT of dash-joined words: durable or fast, nobinlog, remote (gapless over a 1 ms link), failover (on a cluster workload, the node gapless writes to killed amid the run) (default: each workload's own list, see README; --quick: "+strings.Join(quickContenders, ",")+")")
 	flag.IntVar(&o.runs, "runs", 0, fmt.Sprintf("runs per contender and workload; the median counts (default 3; --quick: %d)", quickRuns))
 	flag.IntVar(&o.workers, "workers", 8, "N: parallel threads of MariaDB's parallel modes and gapless's workers")
 	flag.BoolVar(&o.fast, "fast", false, "non-durable targets: innodb_flush_log_at_trx_commit=2, sync_binlog=0")
@@ -154,7 +160,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if err := checkPrograms(o.gapless); err != nil {
+	if err := checkPrograms(o.gapless, ws); err != nil {
 		return err
 	}
 	workDir := o.workDir
@@ -228,12 +234,19 @@ func (o *options) resolve() ([]*workload, map[*workload][]contender, error) {
 		return nil, nil, fmt.Errorf("--runs, --workers and --scale must be positive")
 	}
 	wIDs := splitList(o.workloadIDs)
-	if len(wIDs) == 0 {
+	switch {
+	case len(wIDs) > 0:
+	case o.quick:
+		wIDs = []string{"W1", "W2"}
+	default:
+		// Every workload; those into a cluster only where Galera is installed.
+		galera := sandbox.CheckGalera()
 		for _, w := range workloads {
+			if w.Cluster > 0 && galera != nil {
+				fmt.Printf("bench: leaving out %s: %v\n", w.ID, galera)
+				continue
+			}
 			wIDs = append(wIDs, w.ID)
-		}
-		if o.quick {
-			wIDs = []string{"W1", "W2"}
 		}
 	}
 	var ws []*workload
@@ -262,6 +275,9 @@ func (o *options) resolve() ([]*workload, map[*workload][]contender, error) {
 		seen := map[string]bool{}
 		for _, id := range cIDs {
 			c, err := parseContender(id, o.workers, !o.fast)
+			if err == nil {
+				err = fitsWorkload(c, w)
+			}
 			if err != nil {
 				return nil, nil, fmt.Errorf("--contenders: %w", err)
 			}
@@ -272,6 +288,19 @@ func (o *options) resolve() ([]*workload, map[*workload][]contender, error) {
 		}
 	}
 	return ws, cs, nil
+}
+
+// fitsWorkload refuses a contender that cannot run on w: the kill of a node
+// needs a cluster, and into a cluster neither the link nor a target without
+// binlog is set up.
+func fitsWorkload(c contender, w *workload) error {
+	switch {
+	case c.Failover && w.Cluster == 0:
+		return fmt.Errorf("%s on %s: failover kills a node of a cluster workload's target", c.ID, w.ID)
+	case w.Cluster > 0 && (c.Remote || !c.TargetBinlog):
+		return fmt.Errorf("%s on %s: a cluster's nodes keep their binlog and are reached directly (no nobinlog or remote)", c.ID, w.ID)
+	}
+	return nil
 }
 
 func splitList(s string) []string {
@@ -299,9 +328,16 @@ func commandLine() string {
 	return "go run ./bench " + strings.Join(os.Args[1:], " ")
 }
 
-func checkPrograms(gapless string) error {
+func checkPrograms(gapless string, ws []*workload) error {
 	if err := sandbox.CheckInstalled(); err != nil {
 		return err
+	}
+	for _, w := range ws {
+		if w.Cluster > 0 {
+			if err := sandbox.CheckGalera(); err != nil {
+				return fmt.Errorf("%s replicates into a Galera cluster: %w", w.ID, err)
+			}
+		}
 	}
 	if fi, err := os.Stat(gapless); err != nil || fi.IsDir() {
 		return fmt.Errorf("gapless binary %s not found: run make build, or pass --gapless", gapless)
@@ -328,6 +364,12 @@ func benchWorkload(ctx context.Context, fl *fleet, pt *preparedTables, o options
 	gaplessBin, err := filepath.Abs(o.gapless)
 	if err != nil {
 		return nil, false, err
+	}
+	if w.Cluster > 0 {
+		fmt.Printf("%s: making the template cluster of %d nodes\n", w.ID, w.Cluster)
+		if rec.ClusterTemplate, err = makeClusterTemplate(ctx, fl, rec, filepath.Join(dir, "cluster-template")); err != nil {
+			return nil, false, err
+		}
 	}
 	wr := &workloadResult{Rec: rec}
 	for _, c := range cs {
@@ -374,6 +416,9 @@ func (a attempt) summary() string {
 		if a.LinkCPU > 0 {
 			link = fmt.Sprintf(", link %.1f s", a.LinkCPU)
 		}
+		if a.FailoverSeconds > 0 {
+			link += fmt.Sprintf("; committed again %.1f s after the kill (cluster without the node after %.1f s), %d move(s)", a.FailoverSeconds, a.ViewChangeSeconds, a.Moves)
+		}
 		return fmt.Sprintf("%.1f s, equal; CPU: target %.1f s, applier %.1f s%s, machine %.0f%% busy", a.Seconds, a.TargetCPU, a.ApplierCPU, link, 100*a.MachineBusy)
 	}
 }
@@ -387,47 +432,70 @@ func selfCPU() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
-// runOnce starts a fresh target from the template, runs the contender,
-// verifies the target and throws it away (or keeps it, with --keep-failed,
-// when the run failed or diverged).
+// runOnce starts a fresh target (or cluster) from the template, runs the
+// contender, verifies the target and throws it away (or keeps it, with
+// --keep-failed, when the run failed or diverged).
 func runOnce(ctx context.Context, fl *fleet, o options, rec *recording, c contender, dir string, gaplessBin string) (attempt, bool) {
-	tgt, err := freshTarget(ctx, fl, rec, dir, c.Durable, c.TargetBinlog)
+	tgt, err := freshReplicaTarget(ctx, fl, rec, dir, c)
 	if err != nil {
 		return attempt{Err: err}, false
 	}
 	runCtx, cancel := context.WithTimeout(ctx, o.runTimeout)
-	cpuBefore := serverCPU(tgt)
+	cpuBefore := tgt.cpu()
 	busy0, total0 := machineBusy()
 	self0 := selfCPU()
-	a := c.run(runCtx, runEnv{rec: rec, target: tgt, dir: dir, gapless: gaplessBin, extra: strings.Fields(o.gaplessArgs)})
+	a := c.run(runCtx, runEnv{rec: rec, target: tgt.server, cluster: tgt.cluster, dir: dir, gapless: gaplessBin, extra: strings.Fields(o.gaplessArgs)})
 	if c.Remote {
 		a.LinkCPU = selfCPU() - self0
 	}
-	if cpuAfter := serverCPU(tgt); cpuBefore > 0 && cpuAfter > 0 {
-		a.TargetCPU = cpuAfter - cpuBefore
-	}
+	a.TargetCPU = cpuSpent(cpuBefore, tgt.cpu())
 	if busy1, total1 := machineBusy(); total1 > total0 {
 		a.MachineBusy = (busy1 - busy0) / (total1 - total0)
 	}
 	cancel()
 	if a.Err == nil {
-		a.Equal, a.Detail, a.Err = compare(ctx, rec.Primary, tgt)
+		a.Equal, a.Detail, a.Err = tgt.compare(ctx, rec.Primary)
 	} else if errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		a.Err = fmt.Errorf("gave up after --run-timeout %s: %w", o.runTimeout, a.Err)
 	}
 	if o.keepFailed && (a.Err != nil || !a.Equal) {
-		fl.forget(tgt)
-		fmt.Printf("kept: target %s (root shell: mariadb --socket=%s -uroot), primary %s\n",
-			tgt.URL(sandbox.ApplierUser, sandbox.ApplierPassword), tgt.Socket, rec.Primary.URL(sandbox.ReplUser, sandbox.ReplPassword))
+		for _, srv := range tgt.servers() {
+			fl.forget(srv)
+			fmt.Printf("kept: target %s %s (root shell: mariadb --socket=%s -uroot)\n", srv.Config.Name, srv.URL(sandbox.ApplierUser, sandbox.ApplierPassword), srv.Socket)
+		}
+		fmt.Printf("kept: primary %s\n", rec.Primary.URL(sandbox.ReplUser, sandbox.ReplPassword))
 		return a, true
 	}
-	if err := fl.kill(tgt); err != nil && a.Err == nil {
-		a.Err = err
+	for _, srv := range tgt.servers() {
+		if err := fl.kill(srv); err != nil && a.Err == nil {
+			a.Err = err
+		}
 	}
 	if err := os.RemoveAll(dir); err != nil && a.Err == nil {
 		a.Err = fmt.Errorf("removing %s: %w", dir, err)
 	}
 	return a, false
+}
+
+// replicaTarget is what a contender run writes to: one server, or the
+// nodes of a cluster workload's Galera cluster (cluster.go).
+type replicaTarget struct {
+	server  *sandbox.Server  // the lone target, or the cluster's node 1
+	cluster *sandbox.Cluster // nil for a lone target
+}
+
+// freshReplicaTarget copies the workload's template into dir and starts a
+// target, or a cluster, on it.
+func freshReplicaTarget(ctx context.Context, fl *fleet, rec *recording, dir string, c contender) (replicaTarget, error) {
+	if rec.Workload.Cluster > 0 {
+		cl, err := freshCluster(ctx, fl, rec, filepath.Join(dir, "cluster"), c.Durable)
+		if err != nil {
+			return replicaTarget{}, err
+		}
+		return replicaTarget{server: cl.Nodes[0], cluster: cl}, nil
+	}
+	srv, err := freshTarget(ctx, fl, rec, dir, c.Durable, c.TargetBinlog)
+	return replicaTarget{server: srv}, err
 }
 
 // freshTarget copies the template datadir into dir and starts a target on it.
@@ -438,30 +506,47 @@ func freshTarget(ctx context.Context, fl *fleet, rec *recording, dir string, dur
 	return fl.start(ctx, targetConfig(dir, rec.Workload, durable, binlog))
 }
 
-// compare checks every table of the target against the primary.
-func compare(ctx context.Context, primary, target *sandbox.Server) (bool, string, error) {
-	src, err := primary.Open("")
-	if err != nil {
-		return false, "", fmt.Errorf("verify: primary: %w", err)
+func (t replicaTarget) servers() []*sandbox.Server {
+	if t.cluster != nil {
+		return t.cluster.Nodes
 	}
-	defer src.Close()
-	tgt, err := target.Open("")
+	return []*sandbox.Server{t.server}
+}
+
+// cpu is the CPU seconds each server has used so far, 0 for one not running.
+func (t replicaTarget) cpu() []float64 {
+	var out []float64
+	for _, srv := range t.servers() {
+		out = append(out, serverCPU(srv))
+	}
+	return out
+}
+
+// cpuSpent sums the CPU seconds the servers used between two readings of
+// cpu, over the servers that ran throughout (a killed node's are lost).
+func cpuSpent(before, after []float64) float64 {
+	var sum float64
+	for i := range min(len(before), len(after)) {
+		if before[i] > 0 && after[i] > 0 {
+			sum += after[i] - before[i]
+		}
+	}
+	return sum
+}
+
+// compare checks every table of the target against the primary; on a
+// cluster, of every node, once the nodes a contender killed have rejoined.
+func (t replicaTarget) compare(ctx context.Context, primary *sandbox.Server) (bool, string, error) {
+	if t.cluster != nil {
+		if err := rejoinKilledNodes(ctx, t.cluster); err != nil {
+			return false, "", err
+		}
+		return compareNodes(ctx, primary, t.cluster)
+	}
+	tgt, err := t.server.Open("")
 	if err != nil {
 		return false, "", fmt.Errorf("verify: target: %w", err)
 	}
 	defer tgt.Close()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	rep, err := verify.Compare(ctx, src, tgt, verify.Options{})
-	if err != nil {
-		return false, "", fmt.Errorf("verify: %w", err)
-	}
-	if len(rep.Tables) == 0 {
-		return false, "", errors.New("verify: no tables compared")
-	}
-	var diffs []string
-	for _, t := range rep.Differing() {
-		diffs = append(diffs, fmt.Sprintf("%s %s (source %d rows, target %d) %s", t.Name(), t.Status, t.SourceRows, t.TargetRows, t.Detail))
-	}
-	return len(diffs) == 0, strings.Join(diffs, "; "), nil
+	return compareWith(ctx, primary, tgt)
 }

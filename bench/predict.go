@@ -171,7 +171,7 @@ func (wr *workloadResult) measuredSpeedup(c contender) float64 {
 		for _, r := range wr.Results {
 			o := r.Contender
 			if o.Kind == "gapless" && o.Policy == policy && o.Workers == workers && o.Remote == c.Remote &&
-				o.variant == c.variant && o.Binary == c.Binary {
+				!o.Failover && o.variant == c.variant && o.Binary == c.Binary {
 				if s := r.stats(); s.Counted > 0 {
 					return s.Median
 				}
@@ -211,7 +211,7 @@ func (wr *workloadResult) predictionTable() string {
 	within, lines := 0, 0
 	for _, r := range wr.Results {
 		c := r.Contender
-		if c.Kind != "gapless" || c.Workers < 2 || c.Remote != p.Remote {
+		if c.Kind != "gapless" || c.Workers < 2 || c.Remote != p.Remote || c.Failover {
 			continue
 		}
 		predicted, ok := p.Speedup[c.Policy][strconv.Itoa(c.Workers)]

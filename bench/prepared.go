@@ -137,6 +137,13 @@ func (s snapshot) copyPrimary(ctx context.Context, dir string) error {
 			return err
 		}
 	}
+	return pointBinlogIndex(home)
+}
+
+// pointBinlogIndex points the binlog index of the server home at the binlog
+// files beside it: a server lists them by absolute path, so a copied home's
+// index names the original's files.
+func pointBinlogIndex(home string) error {
 	binlogDir := filepath.Join(home, "binlog")
 	indexes, err := filepath.Glob(filepath.Join(binlogDir, "*.index"))
 	if err != nil {

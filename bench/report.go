@@ -36,10 +36,16 @@ type stats struct {
 	TargetCPU, ApplierCPU float64
 	LinkRoundTrip         float64 // seconds, remote contenders only
 	LinkCPU               float64 // the link proxy's CPU seconds, remote contenders only
+	// Failover contenders only: the seconds from the kill of the node
+	// gapless wrote to until it committed on another (median, min, max),
+	// and the most moves to another node it logged in a run.
+	Failover, FailoverMin, FailoverMax float64
+	ViewChange                         float64 // median seconds until the survivors formed a cluster without the node
+	Moves                              int
 }
 
 func (r *result) stats() stats {
-	var secs, target, applier, link, linkCPU []float64
+	var secs, target, applier, link, linkCPU, failover, view []float64
 	s := stats{Runs: len(r.Attempts)}
 	for _, a := range r.Attempts {
 		switch {
@@ -53,6 +59,9 @@ func (r *result) stats() stats {
 			applier = append(applier, a.ApplierCPU)
 			link = append(link, a.LinkRoundTrip)
 			linkCPU = append(linkCPU, a.LinkCPU)
+			failover = append(failover, a.FailoverSeconds)
+			view = append(view, a.ViewChangeSeconds)
+			s.Moves = max(s.Moves, a.Moves)
 		}
 	}
 	s.Counted = len(secs)
@@ -61,6 +70,7 @@ func (r *result) stats() stats {
 	}
 	s.Median, s.Min, s.Max = median(secs), slices.Min(secs), slices.Max(secs)
 	s.TargetCPU, s.ApplierCPU, s.LinkRoundTrip, s.LinkCPU = median(target), median(applier), median(link), median(linkCPU)
+	s.Failover, s.FailoverMin, s.FailoverMax, s.ViewChange = median(failover), slices.Min(failover), slices.Max(failover), median(view)
 	return s
 }
 
@@ -128,11 +138,40 @@ func (wr *workloadResult) markdownTable(cores int) string {
 			if best, _ := wr.bestMariaDB(r.Contender.Variant()); best > 0 {
 				ratio = fmt.Sprintf("%.2f×", best/s.Median)
 			}
+			if r.Contender.Failover {
+				// A node killed amid the run: its CPU is lost, and no
+				// MariaDB mode ran through a kill.
+				floor, ratio = "—", "—"
+			}
 		}
 		label := strings.ReplaceAll(r.Contender.Label, "|", `\|`)
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", label, secs, floor, cpu, tps, ratio, s.equalCell())
 	}
 	b.WriteString(wr.linkNotes())
+	b.WriteString(wr.failoverNotes())
+	return b.String()
+}
+
+// failoverNotes say, for each failover contender, how long gapless took to
+// commit again after the kill of the node it wrote to.
+func (wr *workloadResult) failoverNotes() string {
+	var b strings.Builder
+	for _, r := range wr.Results {
+		c, s := r.Contender, r.stats()
+		if !c.Failover || s.Counted == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s: the node it wrote to was killed with SIGKILL once %.0f%% of the transactions were applied; "+
+			"gapless committed again on another node %.1f s later", c.Label, 100*failoverAt, s.Failover)
+		if s.Counted > 1 {
+			fmt.Fprintf(&b, " (median of %d runs, %.1f–%.1f s)", s.Counted, s.FailoverMin, s.FailoverMax)
+		}
+		fmt.Fprintf(&b, ", with no human action (bar: under 10 s), and logged %d move(s) to another node. "+
+			"The surviving nodes had formed a cluster without the killed one %.1f s after the kill (median; "+
+			"nothing can be certified before, whoever writes). "+
+			"Its time includes the failover; the killed node rejoined after the run, and every node verified equal. "+
+			"The killed node's CPU is not counted.\n", s.Moves, s.ViewChange)
+	}
 	return b.String()
 }
 
@@ -210,7 +249,16 @@ func (rp *report) markdown() string {
 		fmt.Fprintf(&b, "Primary (%s): %d transactions%s in %.1f s (%.0f/s), %s of binlog, from %s to %s.\n\n",
 			durability(rec.Workload.Durable, rec.Workload.PrimaryConf), rec.Transactions, side, rec.PrimarySeconds,
 			float64(rec.Transactions)/rec.PrimarySeconds, megabytes(rec.BinlogBytes), rec.Start, rec.End)
-		if conf := rec.Workload.TargetConf; len(conf) > 0 {
+		if n := rec.Workload.Cluster; n > 0 {
+			fmt.Fprintf(&b, "Targets: a fresh %d-node Galera cluster per run, each node started on a copy of the same stopped cluster "+
+				"(cold buffer pools, no state transfer), wsrep_gtid_mode=ON, nodes durable like the other targets, "+
+				"binlog and log_slave_updates ON%s. gapless's target URL names every node (it writes to node 1 and "+
+				"moves to the next when a node fails); MariaDB's replica runs on node 1 (CHANGE MASTER there). "+
+				"A run counts when every node, read with wsrep_sync_wait=1, equals the primary. "+
+				"The target's CPU is every node's, and the CPU floor theirs with the applier's. "+
+				"The nodes drop a silent peer after evs.suspect_timeout=PT3S (the sandbox's; Galera's default is 5 s).\n\n",
+				n, strings.Join(append([]string{""}, rec.Workload.TargetConf...), ", "))
+		} else if conf := rec.Workload.TargetConf; len(conf) > 0 {
 			fmt.Fprintf(&b, "Targets: %s.\n\n", strings.Join(conf, ", "))
 		}
 		b.WriteString(wr.markdownTable(rp.Machine.Cores))

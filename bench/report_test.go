@@ -19,11 +19,13 @@ func TestParseContender(t *testing.T) {
 		"gapless-commit-id-1":                     "gapless 1 commit-id",
 		"mariadb-binlog":                          "mariadb-binlog | mariadb",
 		"mariadb-conservative":                    "MariaDB replica, 8 conservative",
+		"mariadb-aggressive/nobinlog":             "MariaDB replica, 8 aggressive [binlog off]",
 		"mariadb-serial/nobinlog":                 "MariaDB replica, serial [binlog off]",
 		"gapless-writeset-N/fast-nobinlog":        "gapless 8 writeset [non-durable, binlog off]",
 		"gapless-schema-2/fast@/tmp/old/gapless":  "gapless 2 schema (gapless) [non-durable]",
 		"gapless-writeset-N/remote":               "gapless 8 writeset [1 ms link]",
 		"gapless-writeset-1/fast-nobinlog-remote": "gapless 1 writeset [non-durable, binlog off, 1 ms link]",
+		"gapless-writeset-N/failover":             "gapless 8 writeset [node killed]",
 	} {
 		c, err := parseContender(id, 8, true)
 		if err != nil || c.Label != want {
@@ -39,7 +41,10 @@ func TestParseContender(t *testing.T) {
 	if c, _ := parseContender("gapless-writeset-N/nobinlog-remote", 8, true); !c.Remote || c.Variant() != "binlog off" {
 		t.Errorf("nobinlog-remote: remote %v, variant %q; want a remote contender set beside MariaDB on targets with the binlog off", c.Remote, c.Variant())
 	}
-	for _, bad := range []string{"gapless-fast-8", "gapless-writeset-0", "mariadb", "gapless-writeset", "gapless-writeset-8/slow", "mariadb-serial@/bin/x",
+	if c, _ := parseContender("gapless-writeset-N/failover", 8, true); !c.Failover || c.Variant() != "" {
+		t.Errorf("failover: %v, variant %q; want a failover contender set beside MariaDB on the same targets", c.Failover, c.Variant())
+	}
+	for _, bad := range []string{"mariadb-optimistic/failover", "gapless-fast-8", "gapless-writeset-0", "mariadb", "gapless-writeset", "gapless-writeset-8/slow", "mariadb-serial@/bin/x",
 		"mariadb-serial/remote", "gapless-writeset-8/fast-durable", "gapless-writeset-8/nobinlog-nobinlog", "gapless-writeset-8/"} {
 		if _, err := parseContender(bad, 8, true); err == nil {
 			t.Errorf("parseContender(%q) accepted", bad)
@@ -81,6 +86,51 @@ func TestMarkdownTable(t *testing.T) {
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// MariaDB's best is the best of every mode that ran, aggressive included,
+// on targets configured the same way.
+func TestBestMariaDBCountsAggressive(t *testing.T) {
+	wr := &workloadResult{Rec: &recording{Workload: workloads[0], Transactions: 1000}}
+	for id, seconds := range map[string]float64{
+		"mariadb-conservative": 3, "mariadb-optimistic": 2.5, "mariadb-aggressive": 2, "mariadb-aggressive/fast": 1, "gapless-writeset-N": 1.5,
+	} {
+		c, err := parseContender(id, 8, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wr.Results = append(wr.Results, &result{Contender: c, Attempts: []attempt{{Seconds: seconds, Equal: true}}})
+	}
+	if best, label := wr.bestMariaDB(""); best != 2 || label != "MariaDB replica, 8 aggressive" {
+		t.Errorf("best MariaDB mode %g (%s), want 2 (aggressive on the default targets)", best, label)
+	}
+}
+
+// A failover contender's row has no ratio to MariaDB's best (no MariaDB
+// mode ran through a kill) and a note with the time it took to go on.
+func TestFailoverNote(t *testing.T) {
+	wr := &workloadResult{Rec: &recording{Workload: workloads[0], Transactions: 1000}}
+	for id, attempts := range map[string][]attempt{
+		"mariadb-aggressive":          {{Seconds: 4, Equal: true}},
+		"gapless-writeset-N/failover": {{Seconds: 6, Equal: true, FailoverSeconds: 4.2, Moves: 1}, {Seconds: 5, Equal: true, FailoverSeconds: 3.8, Moves: 1}, {Seconds: 7, Equal: true, FailoverSeconds: 5.1, Moves: 2}},
+	} {
+		c, err := parseContender(id, 8, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wr.Results = append(wr.Results, &result{Contender: c, Attempts: attempts})
+	}
+	slices.SortFunc(wr.Results, func(a, b *result) int { return strings.Compare(a.Contender.ID, b.Contender.ID) })
+	table := wr.markdownTable(2)
+	for _, want := range []string{
+		"| gapless 8 writeset [node killed] | 6.0 [5.0–7.0] | — | — | 167 | — | yes |",
+		"gapless committed again on another node 4.2 s later (median of 3 runs, 3.8–5.1 s)",
+		"logged 2 move(s)",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
 		}
 	}
 }

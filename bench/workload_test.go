@@ -3,11 +3,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"gapless/internal/sandbox"
 )
 
 func TestEveryWorkloadsContendersParse(t *testing.T) {
@@ -34,6 +37,102 @@ func TestEveryWorkloadsContendersParse(t *testing.T) {
 	}
 	if w1 := defaultContenders(workloadByID(t, "W1"), true); !slices.Contains(w1, "mariadb-serial/durable-nobinlog") {
 		t.Errorf("W1 with --fast runs %v: want the focused contenders on durable targets with the binlog off too", w1)
+	}
+}
+
+// Wherever MariaDB's replica runs in a parallel mode, it runs in all three,
+// so that "MariaDB's best" is the best of them (issue 47).
+func TestEveryParallelModeRunsTogether(t *testing.T) {
+	lists := map[string][]string{"--quick": quickContenders}
+	for _, w := range workloads {
+		for _, fast := range []bool{false, true} {
+			lists[fmt.Sprintf("%s fast=%v", w.ID, fast)] = defaultContenders(w, fast)
+		}
+	}
+	for name, ids := range lists {
+		variants := map[string]map[string]bool{} // target variant -> modes
+		for _, id := range ids {
+			c, err := parseContender(id, 8, true)
+			if err != nil || c.Kind != "mariadb" || c.ParallelThreads == 0 {
+				continue
+			}
+			if variants[c.Variant()] == nil {
+				variants[c.Variant()] = map[string]bool{}
+			}
+			variants[c.Variant()][c.ParallelMode] = true
+		}
+		for v, modes := range variants {
+			if len(modes) != 3 {
+				t.Errorf("%s runs MariaDB's parallel modes %v on targets %q: want conservative, optimistic and aggressive", name, modes, v)
+			}
+		}
+	}
+}
+
+// A cluster workload runs MariaDB's replica and gapless into the cluster and
+// gapless through the kill of a node; the kill needs a cluster, and a
+// cluster's nodes are neither reached over the link nor without binlog.
+func TestClusterContendersFit(t *testing.T) {
+	w1g, w1 := workloadByID(t, "W1G"), workloadByID(t, "W1")
+	if w1g.Cluster != 3 {
+		t.Errorf("W1G replicates into %d nodes, want 3", w1g.Cluster)
+	}
+	failover := false
+	for _, id := range defaultContenders(w1g, false) {
+		c, err := parseContender(id, 8, true)
+		if err == nil {
+			err = fitsWorkload(c, w1g)
+		}
+		if err != nil {
+			t.Errorf("W1G: %v", err)
+		}
+		failover = failover || (c.Failover && c.Kind == "gapless" && c.Workers == 8)
+	}
+	if !failover {
+		t.Error("W1G runs no gapless 8 with the node it writes to killed")
+	}
+	for _, tc := range []struct {
+		id string
+		w  *workload
+	}{{"gapless-writeset-N/failover", w1}, {"gapless-writeset-N/nobinlog", w1g}, {"gapless-writeset-N/remote", w1g}, {"mariadb-optimistic/nobinlog", w1g}} {
+		c, err := parseContender(tc.id, 8, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fitsWorkload(c, tc.w) == nil {
+			t.Errorf("%s on %s accepted", tc.id, tc.w.ID)
+		}
+	}
+}
+
+func TestResolve(t *testing.T) {
+	o := options{quick: true, workers: 8, scale: 1}
+	ws, cs, err := o.resolve()
+	if err != nil || workloadList(ws) != "W1,W2" {
+		t.Fatalf("--quick: workloads %s, %v; want W1,W2", workloadList(ws), err)
+	}
+	for _, w := range ws {
+		if len(cs[w]) != 6 || !slices.ContainsFunc(cs[w], func(c contender) bool { return c.ID == "mariadb-aggressive/nobinlog" }) {
+			t.Errorf("--quick runs %d contenders on %s, want six with MariaDB's aggressive mode among them", len(cs[w]), w.ID)
+		}
+	}
+	o = options{workloadIDs: "W1G", contenders: "gapless-writeset-N/nobinlog", workers: 8, scale: 1}
+	if _, _, err := o.resolve(); err == nil {
+		t.Error("a cluster workload with a target without binlog accepted")
+	}
+}
+
+func TestNodesURLNamesEveryNode(t *testing.T) {
+	c := &sandbox.Cluster{Nodes: []*sandbox.Server{{Port: 3301}, {Port: 3302}, {Port: 3303}}}
+	if got, want := nodesURL(c), "mysql://gapless:gapless@127.0.0.1:3301,127.0.0.1:3302,127.0.0.1:3303"; got != want {
+		t.Errorf("nodesURL = %q, want %q", got, want)
+	}
+}
+
+func TestFailoverDomain(t *testing.T) {
+	domain, from, to, err := failoverDomain(&recording{Start: "0-1-25", End: "0-7-30025"})
+	if err != nil || domain != 0 || from != 25 || to != 30025 {
+		t.Errorf("failoverDomain = %d, %d, %d, %v; want domain 0 from 25 to 30025", domain, from, to, err)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,9 @@ import (
 
 // galeraProvider is where Debian's galera-4 package puts the provider.
 var galeraProvider = "/usr/lib/galera/libgalera_smm.so"
+
+// wsrepOn is the my.cnf line that makes a server a Galera node.
+const wsrepOn = "wsrep_on=ON"
 
 // ErrGaleraNotFound is wrapped by the error of a missing galera-4 package.
 var ErrGaleraNotFound = errors.New("Galera is not installed")
@@ -176,7 +180,7 @@ func (c *Cluster) nodeCnf(i int, ports [4]int) []string {
 		members = append(members, "127.0.0.1:"+strconv.Itoa(p))
 	}
 	lines := []string{
-		"wsrep_on=ON",
+		wsrepOn,
 		"wsrep_provider=" + galeraProvider,
 		"wsrep_cluster_name=" + c.Config.Name,
 		"wsrep_cluster_address=gcomm://" + strings.Join(members, ","),
@@ -275,6 +279,37 @@ func status(ctx context.Context, db *sql.DB) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, rows.Err()
+}
+
+// waitWsrepReady waits, on a Galera node, until wsrep has prepared it for
+// application use: a node bootstrapping a cluster answers a ping before it
+// takes statements (1047), the longer the more data it starts on. A server
+// that is no Galera node returns at once.
+func (s *Server) waitWsrepReady(ctx context.Context) error {
+	if !slices.Contains(s.Config.Extra, wsrepOn) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	db, err := s.Open("")
+	if err != nil {
+		return fmt.Errorf("sandbox server %s: %w", s.Config.Name, err)
+	}
+	defer db.Close()
+	var last error
+	for {
+		var name, value string
+		last = db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'wsrep_ready'").Scan(&name, &value)
+		if last == nil && value == "ON" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sandbox server %s: wsrep not ready within %s (wsrep_ready %q, last error %v); error log %s ends with:\n%s",
+				s.Config.Name, startTimeout, value, last, s.ErrorLog, s.startupLogs())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // Restart starts node i again after a Kill or Stop and waits until it has

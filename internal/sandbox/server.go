@@ -495,6 +495,9 @@ func (s *Server) startupLogs() string {
 // ensureAccounts creates or resets the sandbox accounts without writing to
 // the binlog, so a fresh server starts with an empty gtid_binlog_pos.
 func (s *Server) ensureAccounts(ctx context.Context) error {
+	if err := s.waitWsrepReady(ctx); err != nil {
+		return err
+	}
 	db, err := s.Open("")
 	if err != nil {
 		return fmt.Errorf("sandbox server %s: %w", s.Config.Name, err)
