@@ -22,11 +22,17 @@ func TestClusterStartsKillsAndRejoins(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		var n int
-		if _, err := db.Exec("SET SESSION wsrep_sync_wait=1"); err != nil {
+		// One connection: the read waits for what the cluster certified.
+		conn, err := db.Conn(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := db.QueryRow("SELECT COUNT(*) FROM d.t").Scan(&n); err != nil {
+		defer conn.Close()
+		var n int
+		if _, err := conn.ExecContext(ctx, "SET SESSION wsrep_sync_wait=1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM d.t").Scan(&n); err != nil {
 			t.Fatalf("node %d: %v", i+1, err)
 		}
 		return n
