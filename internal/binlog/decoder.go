@@ -110,7 +110,7 @@ func (d *Decoder) leaveRows(txn *Transaction) {
 	for i := range txn.Events {
 		ev := &txn.Events[i]
 		if re, ok := ev.Data.(*replication.RowsEvent); ok && ev.Undecoded == nil {
-			re.Rows, re.SkippedColumns = nil, nil
+			re.Rows, re.SkippedColumns, ev.Images = nil, nil, nil
 			ev.Undecoded = errLargeTransaction
 		}
 	}
@@ -176,7 +176,7 @@ func (d *Decoder) Next(ctx context.Context) (*Transaction, error) {
 		if err != nil {
 			return nil, err
 		}
-		txn, err := d.take(ev, d.reader.Undecoded())
+		txn, err := d.take(ev, d.reader.Undecoded(), d.reader.Images())
 		if err != nil || txn != nil {
 			return txn, err
 		}
@@ -204,7 +204,7 @@ func (d *Decoder) undecodable(ue *UndecodableError) (*replication.BinlogEvent, e
 // take adds one event to the group being assembled and returns the
 // transaction it completed, if any. A panic here (a gapless bug) becomes a
 // DecodeError naming the group, the event and its table.
-func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Transaction, err error) {
+func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error, images []byte) (txn *Transaction, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			seg, off := d.reader.Position()
@@ -253,7 +253,7 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Trans
 		return nil, nil
 	}
 	if d.skipping == nil {
-		d.txn.add(ev, undecoded)
+		d.txn.add(ev, undecoded, images)
 		if d.txn.Size > decodeRowsUpTo && !d.rowsLeft {
 			d.leaveRows(d.txn)
 		}
@@ -334,8 +334,8 @@ func (d *Decoder) begin(ev *replication.BinlogEvent) *Transaction {
 
 // add appends one event of the group and notes the schemas and tables it
 // touches; undecoded is why a row event's rows could not be decoded.
-func (t *Transaction) add(ev *replication.BinlogEvent, undecoded error) {
-	t.Events = append(t.Events, Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event, Undecoded: undecoded})
+func (t *Transaction) add(ev *replication.BinlogEvent, undecoded error, images []byte) {
+	t.Events = append(t.Events, Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event, Undecoded: undecoded, Images: images})
 	if undecoded != nil {
 		t.OpaqueRows = true
 	}

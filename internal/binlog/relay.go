@@ -1068,6 +1068,9 @@ type RelayReader struct {
 	// rows are not decoded (nil when they are, or it is no row event).
 	last      int64
 	undecoded error
+	// images are the row images of the event Next returned last when its
+	// rows are left pending (Event.Images).
+	images []byte
 	// headersOnly, when set, is why row events are read without their rows.
 	headersOnly error
 	// ahead holds the segment's bytes from aheadAt on, read in large pieces
@@ -1133,6 +1136,14 @@ func (l *RelayLog) NewReader() *RelayReader {
 			r.undecoded = r.headersOnly
 			return err
 		}
+		pos, err := re.DecodeHeader(body)
+		if err != nil {
+			return err
+		}
+		if images := body[pos:]; checkImages(re, images) {
+			r.images = images
+			return nil
+		}
 		undecoded, err := DecodeRowsOrKeepHeader(re, body)
 		r.undecoded = undecoded
 		return err
@@ -1147,6 +1158,10 @@ func (r *RelayReader) HeadersOnly(why error) { r.headersOnly = why }
 // Undecoded says why the rows of the event Next returned last are not
 // decoded; nil when they are, or when it is no row event.
 func (r *RelayReader) Undecoded() error { return r.undecoded }
+
+// Images are the row images of the event Next returned last when its rows
+// are left pending (Event.Images); nil otherwise.
+func (r *RelayReader) Images() []byte { return r.images }
 
 // Position names the segment file and byte where the event Next returned last starts.
 func (r *RelayReader) Position() (segment string, offset int64) {
@@ -1251,7 +1266,7 @@ func (r *RelayReader) decode(data []byte) (*replication.BinlogEvent, error) {
 		}
 		data = plain
 	}
-	r.undecoded = nil
+	r.undecoded, r.images = nil, nil
 	ev, err := safeParse(r.parser, data)
 	if err != nil {
 		return nil, undecodable(err)

@@ -86,6 +86,11 @@ type Event struct {
 	// were. Data is then a *replication.RowsEvent with its header (table,
 	// columns, bitmaps) and no Rows; Raw is whole, and the target decodes it.
 	Undecoded error
+	// Images are a row event's row images, in Raw, while its rows are
+	// pending (rowimages.go): Data's Rows are nil until DecodeRows, and
+	// EachImage reads chosen columns. nil once decoded, and for every
+	// other event.
+	Images []byte
 }
 
 // Transaction is one source event group, from its GTID event to its commit.
