@@ -1070,7 +1070,11 @@ type RelayReader struct {
 	undecoded error
 	// images are the row images of the event Next returned last when its
 	// rows are left pending (Event.Images).
-	images []byte
+	images      []byte
+	imageStarts []uint32
+	// starts is the piece imageStarts are cut from, one after the other;
+	// the bytes before its length belong to events returned.
+	starts []uint32
 	// headersOnly, when set, is why row events are read without their rows.
 	headersOnly error
 	// ahead holds the segment's bytes from aheadAt on, read in large pieces
@@ -1140,10 +1144,18 @@ func (l *RelayLog) NewReader() *RelayReader {
 		if err != nil {
 			return err
 		}
-		if images := body[pos:]; checkImages(re, images) {
-			r.images = images
+		if cap(r.starts)-len(r.starts) < 64 {
+			// A new piece: the events returned keep the old one.
+			r.starts = make([]uint32, 0, 4096)
+		}
+		from := len(r.starts)
+		starts, ok := checkImages(re, body[pos:], r.starts)
+		if ok {
+			r.images, r.imageStarts = body[pos:], starts[from:len(starts):len(starts)]
+			r.starts = starts
 			return nil
 		}
+		r.starts = r.starts[:from]
 		undecoded, err := DecodeRowsOrKeepHeader(re, body)
 		r.undecoded = undecoded
 		return err
@@ -1161,7 +1173,7 @@ func (r *RelayReader) Undecoded() error { return r.undecoded }
 
 // Images are the row images of the event Next returned last when its rows
 // are left pending (Event.Images); nil otherwise.
-func (r *RelayReader) Images() []byte { return r.images }
+func (r *RelayReader) Images() ([]byte, []uint32) { return r.images, r.imageStarts }
 
 // Position names the segment file and byte where the event Next returned last starts.
 func (r *RelayReader) Position() (segment string, offset int64) {
@@ -1216,8 +1228,7 @@ func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error
 			return nil, fmt.Errorf("%w: %s: torn event at byte %d: %v", ErrCorruptRelay, r.file.Name(), r.off, err)
 		}
 		ev, err := r.decode(data)
-		var ue *UndecodableError
-		if err != nil && !errors.As(err, &ue) {
+		if err != nil && !isUndecodable(err) {
 			return nil, err
 		}
 		// An intact event is read past even when it does not decode: the
@@ -1235,6 +1246,12 @@ func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error
 		}
 		return ev, nil
 	}
+}
+
+// isUndecodable reports whether err is an *UndecodableError.
+func isUndecodable(err error) bool {
+	var ue *UndecodableError
+	return errors.As(err, &ue)
 }
 
 // decode checks one whole event read at r.off and decodes it. Damage (a bad
@@ -1266,7 +1283,7 @@ func (r *RelayReader) decode(data []byte) (*replication.BinlogEvent, error) {
 		}
 		data = plain
 	}
-	r.undecoded, r.images = nil, nil
+	r.undecoded, r.images, r.imageStarts = nil, nil, nil
 	ev, err := safeParse(r.parser, data)
 	if err != nil {
 		return nil, undecodable(err)

@@ -16,6 +16,7 @@ package binlog
 
 import (
 	"encoding/binary"
+	"math"
 	"math/bits"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -166,10 +167,11 @@ type imageShape struct {
 }
 
 // walkImage walks one row image at the start of data, with bitmap saying
-// which columns it holds, and, with r, reads the columns r wants into
-// r.row. It returns the image's length, or ok=false where checkImages
+// which columns it holds, up to column limit (excluded), and, with r,
+// reads the columns r wants into r.row. It returns the length walked (the
+// image's, with limit at the column count), or ok=false where checkImages
 // would fail.
-func (s imageShape) walkImage(data, bitmap []byte, r *imageReader) (n int, ok bool) {
+func (s imageShape) walkImage(data, bitmap []byte, limit int, r *imageReader) (n int, ok bool) {
 	present, col := 0, 0
 	for ; col+8 <= s.columns; col += 8 {
 		present += bits.OnesCount8(bitmap[col>>3])
@@ -182,7 +184,7 @@ func (s imageShape) walkImage(data, bitmap []byte, r *imageReader) (n int, ok bo
 		return 0, false
 	}
 	nullBitmap, pos, seen := data[:nulls], nulls, 0
-	for i := 0; i < s.columns; i++ {
+	for i := 0; i < limit; i++ {
 		if !isBit(bitmap, i) {
 			if r != nil {
 				r.skipped = append(r.skipped, i)
@@ -237,26 +239,29 @@ func rowsShape(re *replication.RowsEvent) (imageShape, bool) {
 
 // checkImages reports whether the rows of re (its header decoded), images
 // being the bytes after its header, can be left pending: every value has
-// a type this file knows, and the images end where the event does.
-func checkImages(re *replication.RowsEvent, images []byte) bool {
+// a type this file knows, and the images end where the event does. It
+// appends to starts where each image begins in images.
+func checkImages(re *replication.RowsEvent, images []byte, starts []uint32) ([]uint32, bool) {
 	s, ok := rowsShape(re)
-	if !ok || len(images) == 0 {
-		return false
+	if !ok || len(images) == 0 || len(images) > math.MaxUint32 {
+		return starts, false
 	}
 	for pos := 0; pos < len(images); {
-		n, ok := s.walkImage(images[pos:], re.ColumnBitmap1, nil)
+		starts = append(starts, uint32(pos))
+		n, ok := s.walkImage(images[pos:], re.ColumnBitmap1, s.columns, nil)
 		if !ok || n == 0 {
-			return false
+			return starts, false
 		}
 		pos += n
 		if re.ColumnBitmap2 != nil {
-			if n, ok = s.walkImage(images[pos:], re.ColumnBitmap2, nil); !ok || n == 0 {
-				return false
+			starts = append(starts, uint32(pos))
+			if n, ok = s.walkImage(images[pos:], re.ColumnBitmap2, s.columns, nil); !ok || n == 0 {
+				return starts, false
 			}
 			pos += n
 		}
 	}
-	return true
+	return starts, true
 }
 
 // DecodeRows decodes the rows of a row event left pending (Images) in
@@ -269,7 +274,7 @@ func (e *Event) DecodeRows() error {
 		return nil
 	}
 	images := e.Images
-	e.Images = nil
+	e.Images, e.ImageStarts = nil, nil
 	if re.Rows != nil {
 		return nil
 	}
@@ -301,30 +306,34 @@ func (e *Event) EachImage(want []bool, row []Value, skipped []int, fn func(row [
 			return false
 		}
 	}
+	// Only the columns up to the last one wanted are read: where each
+	// image starts is known (ImageStarts).
+	limit := 0
+	for c := min(s.columns, len(want)) - 1; c >= 0; c-- {
+		if want[c] {
+			limit = c + 1
+			break
+		}
+	}
+	if len(e.ImageStarts) == 0 {
+		return false
+	}
 	r := imageReader{want: want, row: row[:s.columns], skipped: skipped}
-	image := func(data, bitmap []byte) (int, bool) {
+	for i, start := range e.ImageStarts {
+		bitmap := re.ColumnBitmap1
+		if re.ColumnBitmap2 != nil && i%2 == 1 {
+			bitmap = re.ColumnBitmap2
+		}
 		clear(r.row)
 		r.skipped = r.skipped[:0]
-		return s.walkImage(data, bitmap, &r)
-	}
-	images := e.Images
-	for pos := 0; pos < len(images); {
-		n, ok := image(images[pos:], re.ColumnBitmap1)
-		if !ok {
+		if int(start) > len(e.Images) {
 			return false
 		}
-		pos += n
+		if _, ok := s.walkImage(e.Images[start:], bitmap, limit, &r); !ok {
+			return false
+		}
 		if !fn(r.row, r.skipped) {
 			return true
-		}
-		if re.ColumnBitmap2 != nil {
-			if n, ok = image(images[pos:], re.ColumnBitmap2); !ok {
-				return false
-			}
-			pos += n
-			if !fn(r.row, r.skipped) {
-				return true
-			}
 		}
 	}
 	return true

@@ -91,6 +91,9 @@ type Event struct {
 	// EachImage reads chosen columns. nil once decoded, and for every
 	// other event.
 	Images []byte
+	// ImageStarts are where each row image begins in Images (an update's
+	// before and after images in turn), while its rows are pending.
+	ImageStarts []uint32
 }
 
 // Transaction is one source event group, from its GTID event to its commit.
