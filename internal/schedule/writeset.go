@@ -94,6 +94,8 @@ type Writeset struct {
 	want    []bool
 	values  []binlog.Value
 	skipped []int
+	// names are the database and table names met, each once (name).
+	names map[string]string
 }
 
 func NewWriteset(c Catalog) *Writeset { return &Writeset{catalog: c, ledger: newLedger()} }
@@ -145,7 +147,7 @@ func (p *Writeset) rowKeys(gi int64, event *binlog.Event, opaque bool, deps Deps
 	if ev.Table == nil {
 		return deps, fmt.Errorf("row event without its table map")
 	}
-	schema, table := string(ev.Table.Schema), string(ev.Table.Table)
+	schema, table := p.name(ev.Table.Schema), p.name(ev.Table.Table)
 	tableRes := tableResource(schema, table)
 	info, err := p.catalog.Table(schema, table)
 	if err != nil {
@@ -255,6 +257,23 @@ func keyHashValues(prefix uint64, key UniqueKey, row []binlog.Value, skipped []i
 	}
 	return h, keyOK
 }
+
+// name is a database or table name of a table map as a string, made once:
+// a row event's names would otherwise cost two strings each.
+func (p *Writeset) name(b []byte) string {
+	if s, ok := p.names[string(b)]; ok {
+		return s
+	}
+	if p.names == nil || len(p.names) >= maxNames {
+		p.names = make(map[string]string)
+	}
+	s := string(b)
+	p.names[s] = s
+	return s
+}
+
+// maxNames bounds the names kept (Writeset.name).
+const maxNames = 4096
 
 // keyPrefixes appends, per key of a table, the hash of its database, table
 // and index, names folded as tableResource folds them: a statement may
