@@ -1083,6 +1083,8 @@ type RelayReader struct {
 	// only into its spare capacity, and a read beyond starts a new piece.
 	ahead   []byte
 	aheadAt int64
+	// tableMaps are the table maps read, each once (tablemaps.go).
+	tableMaps tableMaps
 }
 
 const readAhead = 256 << 10
@@ -1288,8 +1290,16 @@ func (r *RelayReader) decode(data []byte) (*replication.BinlogEvent, error) {
 	if err != nil {
 		return nil, undecodable(err)
 	}
-	if f, ok := ev.Event.(*replication.FormatDescriptionEvent); ok {
-		r.format = f
+	switch e := ev.Event.(type) {
+	case *replication.FormatDescriptionEvent:
+		r.format = e
+		r.tableMaps.format(data)
+	case *replication.TableMapEvent:
+		ev.Event = r.tableMaps.same(e, data, r.checksum)
+	case *replication.RowsEvent:
+		if e.Table != nil {
+			e.Table = r.tableMaps.current(e.TableID, e.Table)
+		}
 	}
 	return ev, nil
 }
