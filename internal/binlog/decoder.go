@@ -4,8 +4,10 @@
 // emits is still to be applied, in relay-log order.
 //
 // Every event it emits is plain (compressed ones were uncompressed by the
-// relay reader) and whole; a row event whose rows it could not decode is
-// emitted with its header only and the transaction marked OpaqueRows. An
+// relay reader) and whole. A row event's rows are left pending (its images
+// walked, not decoded: rowimages.go) until something reads them; a row
+// event whose rows it could not decode is emitted with its header only and
+// the transaction marked OpaqueRows. An
 // intact event it cannot turn into a Transaction at all stops it with a
 // DecodeError, unless Skip names the group.
 package binlog

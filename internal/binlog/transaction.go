@@ -193,7 +193,8 @@ func (t *Transaction) String() string {
 // Has reports whether all of f is set.
 func (t *Transaction) Has(f TxnFlags) bool { return t.Flags&f == f }
 
-// RowEvents returns the decoded row events in source order.
+// RowEvents returns the row events in source order; their Rows are nil
+// while pending (Event.Images: Event.DecodeRows decodes them).
 func (t *Transaction) RowEvents() []*replication.RowsEvent {
 	var rows []*replication.RowsEvent
 	for _, ev := range t.Events {
