@@ -115,7 +115,7 @@ func (d *Decoder) leaveRows(txn *Transaction) {
 	for i := range txn.Events {
 		ev := &txn.Events[i]
 		if re, ok := ev.Data.(*replication.RowsEvent); ok && ev.Undecoded == nil {
-			re.Rows, re.SkippedColumns, ev.Images, ev.ImageStarts = nil, nil, nil, nil
+			re.Rows, re.SkippedColumns, ev.pending = nil, nil, nil
 			ev.Undecoded = errLargeTransaction
 		}
 	}
@@ -184,8 +184,7 @@ func (d *Decoder) Next(ctx context.Context) (*Transaction, error) {
 				return nil, err
 			}
 		}
-		images, starts := d.reader.Images()
-		txn, err := d.take(ev, d.reader.Undecoded(), images, starts)
+		txn, err := d.take(ev, d.reader.Undecoded(), d.reader.Pending())
 		if err != nil || txn != nil {
 			return txn, err
 		}
@@ -213,7 +212,7 @@ func (d *Decoder) undecodable(ue *UndecodableError) (*replication.BinlogEvent, e
 // take adds one event to the group being assembled and returns the
 // transaction it completed, if any. A panic here (a gapless bug) becomes a
 // DecodeError naming the group, the event and its table.
-func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error, images []byte, starts []uint32) (txn *Transaction, err error) {
+func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error, pending *PendingRows) (txn *Transaction, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			seg, off := d.reader.Position()
@@ -262,7 +261,7 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error, images []by
 		return nil, nil
 	}
 	if d.skipping == nil {
-		d.txn.add(ev, undecoded, images, starts)
+		d.txn.add(ev, undecoded, pending)
 		if d.txn.Size > decodeRowsUpTo && !d.rowsLeft {
 			d.leaveRows(d.txn)
 		}
@@ -363,8 +362,8 @@ func (d *Decoder) begin(ev *replication.BinlogEvent) *Transaction {
 
 // add appends one event of the group and notes the schemas and tables it
 // touches; undecoded is why a row event's rows could not be decoded.
-func (t *Transaction) add(ev *replication.BinlogEvent, undecoded error, images []byte, starts []uint32) {
-	t.Events = append(t.Events, Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event, Undecoded: undecoded, Images: images, ImageStarts: starts})
+func (t *Transaction) add(ev *replication.BinlogEvent, undecoded error, pending *PendingRows) {
+	t.Events = append(t.Events, Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event, Undecoded: undecoded, pending: pending})
 	if undecoded != nil {
 		t.OpaqueRows = true
 	}

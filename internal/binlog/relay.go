@@ -1068,13 +1068,14 @@ type RelayReader struct {
 	// rows are not decoded (nil when they are, or it is no row event).
 	last      int64
 	undecoded error
-	// images are the row images of the event Next returned last when its
-	// rows are left pending (Event.Images).
-	images      []byte
-	imageStarts []uint32
-	// starts is the piece imageStarts are cut from, one after the other;
-	// the bytes before its length belong to events returned.
-	starts []uint32
+	// pending are the row images of the event Next returned last when its
+	// rows are left pending (Event.RowsPending).
+	pending *PendingRows
+	// pendings and starts are the pieces the pending rows of the events
+	// returned are made in, one after the other (what lies before their
+	// lengths belongs to events returned).
+	pendings []PendingRows
+	starts   []uint32
 	// headersOnly, when set, is why row events are read without their rows.
 	headersOnly error
 	// ahead holds the segment's bytes from aheadAt on, read in large pieces
@@ -1153,7 +1154,11 @@ func (l *RelayLog) NewReader() *RelayReader {
 		from := len(r.starts)
 		starts, ok := checkImages(re, body[pos:], r.starts)
 		if ok {
-			r.images, r.imageStarts = body[pos:], starts[from:len(starts):len(starts)]
+			if len(r.pendings) == cap(r.pendings) {
+				r.pendings = make([]PendingRows, 0, 256)
+			}
+			r.pendings = append(r.pendings, PendingRows{images: body[pos:], starts: starts[from:len(starts):len(starts)]})
+			r.pending = &r.pendings[len(r.pendings)-1]
 			r.starts = starts
 			return nil
 		}
@@ -1173,9 +1178,9 @@ func (r *RelayReader) HeadersOnly(why error) { r.headersOnly = why }
 // decoded; nil when they are, or when it is no row event.
 func (r *RelayReader) Undecoded() error { return r.undecoded }
 
-// Images are the row images of the event Next returned last when its rows
-// are left pending (Event.Images); nil otherwise.
-func (r *RelayReader) Images() ([]byte, []uint32) { return r.images, r.imageStarts }
+// Pending are the row images of the event Next returned last when its rows
+// are left pending (Event.RowsPending); nil otherwise.
+func (r *RelayReader) Pending() *PendingRows { return r.pending }
 
 // Position names the segment file and byte where the event Next returned last starts.
 func (r *RelayReader) Position() (segment string, offset int64) {
@@ -1285,7 +1290,7 @@ func (r *RelayReader) decode(data []byte) (*replication.BinlogEvent, error) {
 		}
 		data = plain
 	}
-	r.undecoded, r.images, r.imageStarts = nil, nil, nil
+	r.undecoded, r.pending = nil, nil
 	ev, err := safeParse(r.parser, data)
 	if err != nil {
 		return nil, undecodable(err)

@@ -5,7 +5,7 @@
 // sequence, its new values; the target gets the event's own bytes. Decoding
 // every column of every image into Go values (what go-mysql's row decoder
 // does) cost most of the decoder's time and allocations, so the relay
-// reader leaves the rows of an event pending (Event.Images) once
+// reader leaves the rows of an event pending (Event.RowsPending) once
 // checkImages has walked them: every column's type is one whose length it
 // knows, and the images end where the event ends. Such rows decode in full
 // (DecodeRows) as go-mysql would have decoded them then, and a reader of
@@ -264,17 +264,29 @@ func checkImages(re *replication.RowsEvent, images []byte, starts []uint32) ([]u
 	return starts, true
 }
 
-// DecodeRows decodes the rows of a row event left pending (Images) in
+// PendingRows are the row images of a row event whose rows are pending,
+// and where each image begins in them (an update's before and after images
+// in turn).
+type PendingRows struct {
+	images []byte
+	starts []uint32
+}
+
+// RowsPending reports whether the event is a row event whose rows are
+// pending: not decoded, read by EachImage or decoded by DecodeRows.
+func (e *Event) RowsPending() bool { return e.pending != nil }
+
+// DecodeRows decodes the rows of a row event left pending in
 // full, into its RowsEvent's Rows and SkippedColumns, as the relay reader
 // used to: go-mysql's values. It does nothing for any other event, or
 // rows decoded already.
 func (e *Event) DecodeRows() error {
 	re, ok := e.Data.(*replication.RowsEvent)
-	if !ok || e.Images == nil {
+	if !ok || e.pending == nil {
 		return nil
 	}
-	images := e.Images
-	e.Images, e.ImageStarts = nil, nil
+	images := e.pending.images
+	e.pending = nil
 	if re.Rows != nil {
 		return nil
 	}
@@ -286,7 +298,7 @@ func (e *Event) DecodeRows() error {
 }
 
 // EachImage calls fn with every row image of a row event whose rows are
-// pending (Images), before and after image of an update in turn: row[c]
+// pending, before and after image of an update in turn: row[c]
 // is column c's value when want[c] (ValueAbsent otherwise), skipped the
 // columns the image lacks, as go-mysql lists them. row must have room for
 // the event's columns. It returns false, calling fn for no image, when a
@@ -294,9 +306,10 @@ func (e *Event) DecodeRows() error {
 // one: then DecodeRows.
 func (e *Event) EachImage(want []bool, row []Value, skipped []int, fn func(row []Value, skipped []int) bool) bool {
 	re, ok := e.Data.(*replication.RowsEvent)
-	if !ok || e.Images == nil {
+	if !ok || e.pending == nil {
 		return false
 	}
+	images, starts := e.pending.images, e.pending.starts
 	s, ok := rowsShape(re)
 	if !ok || len(row) < s.columns {
 		return false
@@ -307,7 +320,7 @@ func (e *Event) EachImage(want []bool, row []Value, skipped []int, fn func(row [
 		}
 	}
 	// Only the columns up to the last one wanted are read: where each
-	// image starts is known (ImageStarts).
+	// image starts is known.
 	limit := 0
 	for c := min(s.columns, len(want)) - 1; c >= 0; c-- {
 		if want[c] {
@@ -315,21 +328,21 @@ func (e *Event) EachImage(want []bool, row []Value, skipped []int, fn func(row [
 			break
 		}
 	}
-	if len(e.ImageStarts) == 0 {
+	if len(starts) == 0 {
 		return false
 	}
 	r := imageReader{want: want, row: row[:s.columns], skipped: skipped}
-	for i, start := range e.ImageStarts {
+	for i, start := range starts {
 		bitmap := re.ColumnBitmap1
 		if re.ColumnBitmap2 != nil && i%2 == 1 {
 			bitmap = re.ColumnBitmap2
 		}
 		clear(r.row)
 		r.skipped = r.skipped[:0]
-		if int(start) > len(e.Images) {
+		if int(start) > len(images) {
 			return false
 		}
-		if _, ok := s.walkImage(e.Images[start:], bitmap, limit, &r); !ok {
+		if _, ok := s.walkImage(images[start:], bitmap, limit, &r); !ok {
 			return false
 		}
 		if !fn(r.row, r.skipped) {

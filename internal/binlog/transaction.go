@@ -86,14 +86,12 @@ type Event struct {
 	// were. Data is then a *replication.RowsEvent with its header (table,
 	// columns, bitmaps) and no Rows; Raw is whole, and the target decodes it.
 	Undecoded error
-	// Images are a row event's row images, in Raw, while its rows are
-	// pending (rowimages.go): Data's Rows are nil until DecodeRows, and
-	// EachImage reads chosen columns. nil once decoded, and for every
-	// other event.
-	Images []byte
-	// ImageStarts are where each row image begins in Images (an update's
-	// before and after images in turn), while its rows are pending.
-	ImageStarts []uint32
+	// pending holds a row event's row images while its rows are pending
+	// (rowimages.go): Data's Rows are nil until DecodeRows, and EachImage
+	// reads chosen columns. nil once decoded, and for every other event.
+	// (A pointer, so that an Event, copied by every loop over a group's
+	// events, stays small.)
+	pending *PendingRows
 }
 
 // Transaction is one source event group, from its GTID event to its commit.
@@ -194,7 +192,7 @@ func (t *Transaction) String() string {
 func (t *Transaction) Has(f TxnFlags) bool { return t.Flags&f == f }
 
 // RowEvents returns the row events in source order; their Rows are nil
-// while pending (Event.Images: Event.DecodeRows decodes them).
+// while pending (Event.RowsPending: Event.DecodeRows decodes them).
 func (t *Transaction) RowEvents() []*replication.RowsEvent {
 	var rows []*replication.RowsEvent
 	for _, ev := range t.Events {

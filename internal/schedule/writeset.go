@@ -161,7 +161,7 @@ func (p *Writeset) rowKeys(gi int64, event *binlog.Event, opaque bool, deps Deps
 	}
 	deps = p.ledger.take(gi, tableRes, false, deps)
 	p.prefixes = keyPrefixes(p.prefixes[:0], schema, table, info)
-	if event.Images != nil {
+	if event.RowsPending() {
 		if deps, ok := p.imageKeys(gi, event, info, schema, table, tableRes, deps); ok {
 			return deps, nil
 		}

@@ -251,7 +251,7 @@ func TestHotPathKeysAsDecoded(t *testing.T) {
 					if err := txn.Events[i].DecodeRows(); err != nil {
 						t.Fatal(err)
 					}
-					if txn.Events[i].Images != nil {
+					if txn.Events[i].RowsPending() {
 						t.Fatalf("%s: rows still pending after DecodeRows", txn)
 					}
 				}
@@ -259,7 +259,7 @@ func TestHotPathKeysAsDecoded(t *testing.T) {
 			images := 0
 			for _, txn := range pending {
 				for _, ev := range txn.Events {
-					if ev.Images != nil {
+					if ev.RowsPending() {
 						images++
 					}
 				}
