@@ -94,8 +94,10 @@ type Writeset struct {
 	want    []bool
 	values  []binlog.Value
 	skipped []int
-	// names are the database and table names met, each once (name).
-	names map[string]string
+	// names are the database and table names met, each once (name), and
+	// hashes their tables' hashes (tableHashes).
+	names  map[string]string
+	hashes map[tableName]*tableHashes
 }
 
 func NewWriteset(c Catalog) *Writeset { return &Writeset{catalog: c, ledger: newLedger()} }
@@ -148,11 +150,12 @@ func (p *Writeset) rowKeys(gi int64, event *binlog.Event, opaque bool, deps Deps
 		return deps, fmt.Errorf("row event without its table map")
 	}
 	schema, table := p.name(ev.Table.Schema), p.name(ev.Table.Table)
-	tableRes := tableResource(schema, table)
 	info, err := p.catalog.Table(schema, table)
 	if err != nil {
 		return deps, err
 	}
+	hashes := p.tableHashes(schema, table, info)
+	tableRes := hashes.table
 	if info != nil && info.ForeignKeys {
 		deps = p.ledger.take(gi, fkResource, true, deps)
 	}
@@ -160,7 +163,7 @@ func (p *Writeset) rowKeys(gi int64, event *binlog.Event, opaque bool, deps Deps
 		return p.ledger.take(gi, tableRes, true, deps), nil
 	}
 	deps = p.ledger.take(gi, tableRes, false, deps)
-	p.prefixes = keyPrefixes(p.prefixes[:0], schema, table, info)
+	p.prefixes = append(p.prefixes[:0], hashes.prefixes...)
 	if event.RowsPending() {
 		if deps, ok := p.imageKeys(gi, event, info, schema, table, tableRes, deps); ok {
 			return deps, nil
@@ -272,8 +275,38 @@ func (p *Writeset) name(b []byte) string {
 	return s
 }
 
-// maxNames bounds the names kept (Writeset.name).
+// maxNames bounds the names kept (Writeset.name), and the tables whose
+// hashes are kept (tableHashes).
 const maxNames = 4096
+
+// tableHashes are the hashes of a table's resource and of its keys'
+// prefixes (tableResource, keyPrefixes), made once per table and the
+// catalog's answer for it.
+type tableHashes struct {
+	info     *TableInfo // the catalog's answer they were made from
+	table    uint64
+	prefixes []uint64
+}
+
+type tableName struct{ schema, table string }
+
+// tableHashes returns the hashes of schema.table, made again when the
+// catalog gives another answer for it (after a DDL).
+func (p *Writeset) tableHashes(schema, table string, info *TableInfo) *tableHashes {
+	name := tableName{schema, table}
+	if h, ok := p.hashes[name]; ok && h.info == info {
+		return h
+	}
+	if p.hashes == nil || len(p.hashes) >= maxNames {
+		p.hashes = make(map[tableName]*tableHashes)
+	}
+	h := &tableHashes{info: info, table: tableResource(schema, table)}
+	if info != nil {
+		h.prefixes = keyPrefixes(nil, schema, table, info)
+	}
+	p.hashes[name] = h
+	return h
+}
 
 // keyPrefixes appends, per key of a table, the hash of its database, table
 // and index, names folded as tableResource folds them: a statement may
