@@ -4,8 +4,10 @@
 // emits is still to be applied, in relay-log order.
 //
 // Every event it emits is plain (compressed ones were uncompressed by the
-// relay reader) and whole; a row event whose rows it could not decode is
-// emitted with its header only and the transaction marked OpaqueRows. An
+// relay reader) and whole. A row event's rows are left pending (its images
+// walked, not decoded: rowimages.go) until something reads them; a row
+// event whose rows it could not decode is emitted with its header only and
+// the transaction marked OpaqueRows. An
 // intact event it cannot turn into a Transaction at all stops it with a
 // DecodeError, unless Skip names the group.
 package binlog
@@ -60,6 +62,9 @@ type Decoder struct {
 	// out (HeldAtStart).
 	atStart     []HeldTemporary
 	atStartRead bool
+	// events is the room the events of the group being assembled are
+	// gathered in (keepEvents).
+	events []Event
 }
 
 // HeldTemporary is a temporary table a source session held at the target's
@@ -110,7 +115,7 @@ func (d *Decoder) leaveRows(txn *Transaction) {
 	for i := range txn.Events {
 		ev := &txn.Events[i]
 		if re, ok := ev.Data.(*replication.RowsEvent); ok && ev.Undecoded == nil {
-			re.Rows, re.SkippedColumns = nil, nil
+			re.Rows, re.SkippedColumns, ev.pending = nil, nil, nil
 			ev.Undecoded = errLargeTransaction
 		}
 	}
@@ -169,14 +174,17 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 func (d *Decoder) Next(ctx context.Context) (*Transaction, error) {
 	for {
 		ev, err := d.reader.Next(ctx)
-		var ue *UndecodableError
-		if errors.As(err, &ue) {
-			ev, err = d.undecodable(ue)
-		}
 		if err != nil {
-			return nil, err
+			// (Declared here: what errors.As writes to lives on the heap.)
+			var ue *UndecodableError
+			if !errors.As(err, &ue) {
+				return nil, err
+			}
+			if ev, err = d.undecodable(ue); err != nil {
+				return nil, err
+			}
 		}
-		txn, err := d.take(ev, d.reader.Undecoded())
+		txn, err := d.take(ev, d.reader.Undecoded(), d.reader.Pending())
 		if err != nil || txn != nil {
 			return txn, err
 		}
@@ -204,7 +212,7 @@ func (d *Decoder) undecodable(ue *UndecodableError) (*replication.BinlogEvent, e
 // take adds one event to the group being assembled and returns the
 // transaction it completed, if any. A panic here (a gapless bug) becomes a
 // DecodeError naming the group, the event and its table.
-func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Transaction, err error) {
+func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error, pending *PendingRows) (txn *Transaction, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			seg, off := d.reader.Position()
@@ -253,7 +261,7 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Trans
 		return nil, nil
 	}
 	if d.skipping == nil {
-		d.txn.add(ev, undecoded)
+		d.txn.add(ev, undecoded, pending)
 		if d.txn.Size > decodeRowsUpTo && !d.rowsLeft {
 			d.leaveRows(d.txn)
 		}
@@ -266,6 +274,7 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Trans
 		return nil, nil
 	}
 	txn, d.txn = d.txn, nil
+	txn.Events = d.keepEvents(txn.Events)
 	if d.rowsLeft {
 		d.reader.HeadersOnly(nil)
 		d.rowsLeft = false
@@ -298,9 +307,28 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error) (txn *Trans
 	return txn, nil
 }
 
-// eventsPerGroup is the room a new transaction has for its events before
-// its slice grows: a few statements' annotate, table map and row events.
-const eventsPerGroup = 16
+// A group's events are gathered in the decoder's own slice (events), which
+// keeps its room from group to group, and copied out once the group is
+// whole, to a slice of their number: one allocation per group instead of
+// one per doubling, none of them larger than it needs.
+//
+// maxKeptEvents bounds the room kept: a group of more events gets a slice
+// of its own, and the next begins small again.
+const maxKeptEvents = 4096
+
+// keepEvents returns a copy of a whole group's events, gathered in
+// d.events, and keeps their room for the next group.
+func (d *Decoder) keepEvents(events []Event) []Event {
+	if cap(events) > maxKeptEvents {
+		d.events = nil
+		return events
+	}
+	d.events = events[:0]
+	out := make([]Event, len(events))
+	copy(out, events)
+	clear(events) // the room kept holds no pointers to the group
+	return out
+}
 
 // begin opens a transaction at its GTID event.
 func (d *Decoder) begin(ev *replication.BinlogEvent) *Transaction {
@@ -308,7 +336,7 @@ func (d *Decoder) begin(ev *replication.BinlogEvent) *Transaction {
 		Begin:        Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event},
 		Format:       d.format,
 		SourceStarts: d.sourceStarts,
-		Events:       make([]Event, 0, eventsPerGroup),
+		Events:       d.events[:0],
 		Size:         len(ev.RawData),
 		SourceTime:   time.Unix(int64(ev.Header.Timestamp), 0),
 	}
@@ -334,8 +362,8 @@ func (d *Decoder) begin(ev *replication.BinlogEvent) *Transaction {
 
 // add appends one event of the group and notes the schemas and tables it
 // touches; undecoded is why a row event's rows could not be decoded.
-func (t *Transaction) add(ev *replication.BinlogEvent, undecoded error) {
-	t.Events = append(t.Events, Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event, Undecoded: undecoded})
+func (t *Transaction) add(ev *replication.BinlogEvent, undecoded error, pending *PendingRows) {
+	t.Events = append(t.Events, Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event, Undecoded: undecoded, pending: pending})
 	if undecoded != nil {
 		t.OpaqueRows = true
 	}

@@ -39,6 +39,16 @@ func decodeAll(t testing.TB, l *RelayLog, applied gtid.MariaDBPosition) []*Trans
 	}
 }
 
+// decodeRows decodes the rows of txn's row events that are pending.
+func decodeRows(t testing.TB, txn *Transaction) {
+	t.Helper()
+	for i := range txn.Events {
+		if err := txn.Events[i].DecodeRows(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func refs(names ...string) []TableRef {
 	var out []TableRef
 	for i := 0; i+1 < len(names); i += 2 {
@@ -159,6 +169,7 @@ func TestDecoderTransactions(t *testing.T) {
 			checkTxnEvents(t, txn, tt.group, format)
 		})
 	}
+	decodeRows(t, txns[0])
 	if rows := txns[0].RowEvents(); len(rows[1].Rows) != 2 || rows[1].Rows[1][0] != int32(3) {
 		t.Errorf("rows of the second row event: %v", rows[1].Rows)
 	}
@@ -363,6 +374,7 @@ func TestDecoderRealBinlog(t *testing.T) {
 		}
 		size += txn.Size
 	}
+	decodeRows(t, txns[3])
 	if rows := txns[3].RowEvents(); len(rows) == 2 && (len(rows[1].Rows) != 2 || rows[1].Rows[1][1] != "z") {
 		t.Errorf("update rows: %v", rows[1].Rows)
 	}
@@ -401,7 +413,7 @@ func TestDecoderLeavesTheRowsOfLargeTransactions(t *testing.T) {
 			t.Errorf("%s: %d bytes, OpaqueRows %v", txn, txn.Size, txn.OpaqueRows)
 		}
 		rowEvents := 0
-		for _, ev := range txn.Events {
+		for j, ev := range txn.Events {
 			re, ok := ev.Data.(*replication.RowsEvent)
 			if !ok {
 				continue
@@ -410,7 +422,7 @@ func TestDecoderLeavesTheRowsOfLargeTransactions(t *testing.T) {
 			if large && (len(re.Rows) != 0 || !errors.Is(ev.Undecoded, errLargeTransaction) || re.Table == nil) {
 				t.Fatalf("%s: a row event with %d rows, table %v, Undecoded %v; want its header only", txn, len(re.Rows), re.Table, ev.Undecoded)
 			}
-			if !large && (len(re.Rows) == 0 || ev.Undecoded != nil) {
+			if !large && (!ev.RowsPending() || txn.Events[j].DecodeRows() != nil || len(re.Rows) == 0 || ev.Undecoded != nil) {
 				t.Fatalf("%s: a row event with %d rows, Undecoded %v; want them decoded", txn, len(re.Rows), ev.Undecoded)
 			}
 		}

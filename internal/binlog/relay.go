@@ -1068,6 +1068,14 @@ type RelayReader struct {
 	// rows are not decoded (nil when they are, or it is no row event).
 	last      int64
 	undecoded error
+	// pending are the row images of the event Next returned last when its
+	// rows are left pending (Event.RowsPending).
+	pending *PendingRows
+	// pendings and starts are the pieces the pending rows of the events
+	// returned are made in, one after the other (what lies before their
+	// lengths belongs to events returned).
+	pendings []PendingRows
+	starts   []uint32
 	// headersOnly, when set, is why row events are read without their rows.
 	headersOnly error
 	// ahead holds the segment's bytes from aheadAt on, read in large pieces
@@ -1076,6 +1084,8 @@ type RelayReader struct {
 	// only into its spare capacity, and a read beyond starts a new piece.
 	ahead   []byte
 	aheadAt int64
+	// tableMaps are the table maps read, each once (tablemaps.go).
+	tableMaps tableMaps
 }
 
 const readAhead = 256 << 10
@@ -1133,6 +1143,26 @@ func (l *RelayLog) NewReader() *RelayReader {
 			r.undecoded = r.headersOnly
 			return err
 		}
+		pos, err := re.DecodeHeader(body)
+		if err != nil {
+			return err
+		}
+		if cap(r.starts)-len(r.starts) < 64 {
+			// A new piece: the events returned keep the old one.
+			r.starts = make([]uint32, 0, 4096)
+		}
+		from := len(r.starts)
+		starts, ok := checkImages(re, body[pos:], r.starts)
+		if ok {
+			if len(r.pendings) == cap(r.pendings) {
+				r.pendings = make([]PendingRows, 0, 256)
+			}
+			r.pendings = append(r.pendings, PendingRows{images: body[pos:], starts: starts[from:len(starts):len(starts)]})
+			r.pending = &r.pendings[len(r.pendings)-1]
+			r.starts = starts
+			return nil
+		}
+		r.starts = r.starts[:from]
 		undecoded, err := DecodeRowsOrKeepHeader(re, body)
 		r.undecoded = undecoded
 		return err
@@ -1147,6 +1177,10 @@ func (r *RelayReader) HeadersOnly(why error) { r.headersOnly = why }
 // Undecoded says why the rows of the event Next returned last are not
 // decoded; nil when they are, or when it is no row event.
 func (r *RelayReader) Undecoded() error { return r.undecoded }
+
+// Pending are the row images of the event Next returned last when its rows
+// are left pending (Event.RowsPending); nil otherwise.
+func (r *RelayReader) Pending() *PendingRows { return r.pending }
 
 // Position names the segment file and byte where the event Next returned last starts.
 func (r *RelayReader) Position() (segment string, offset int64) {
@@ -1201,8 +1235,7 @@ func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error
 			return nil, fmt.Errorf("%w: %s: torn event at byte %d: %v", ErrCorruptRelay, r.file.Name(), r.off, err)
 		}
 		ev, err := r.decode(data)
-		var ue *UndecodableError
-		if err != nil && !errors.As(err, &ue) {
+		if err != nil && !isUndecodable(err) {
 			return nil, err
 		}
 		// An intact event is read past even when it does not decode: the
@@ -1220,6 +1253,12 @@ func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error
 		}
 		return ev, nil
 	}
+}
+
+// isUndecodable reports whether err is an *UndecodableError.
+func isUndecodable(err error) bool {
+	var ue *UndecodableError
+	return errors.As(err, &ue)
 }
 
 // decode checks one whole event read at r.off and decodes it. Damage (a bad
@@ -1251,13 +1290,21 @@ func (r *RelayReader) decode(data []byte) (*replication.BinlogEvent, error) {
 		}
 		data = plain
 	}
-	r.undecoded = nil
+	r.undecoded, r.pending = nil, nil
 	ev, err := safeParse(r.parser, data)
 	if err != nil {
 		return nil, undecodable(err)
 	}
-	if f, ok := ev.Event.(*replication.FormatDescriptionEvent); ok {
-		r.format = f
+	switch e := ev.Event.(type) {
+	case *replication.FormatDescriptionEvent:
+		r.format = e
+		r.tableMaps.format(data)
+	case *replication.TableMapEvent:
+		ev.Event = r.tableMaps.same(e, data, r.checksum)
+	case *replication.RowsEvent:
+		if e.Table != nil {
+			e.Table = r.tableMaps.current(e.TableID, e.Table)
+		}
 	}
 	return ev, nil
 }

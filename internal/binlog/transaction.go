@@ -86,6 +86,12 @@ type Event struct {
 	// were. Data is then a *replication.RowsEvent with its header (table,
 	// columns, bitmaps) and no Rows; Raw is whole, and the target decodes it.
 	Undecoded error
+	// pending holds a row event's row images while its rows are pending
+	// (rowimages.go): Data's Rows are nil until DecodeRows, and EachImage
+	// reads chosen columns. nil once decoded, and for every other event.
+	// (A pointer, so that an Event, copied by every loop over a group's
+	// events, stays small.)
+	pending *PendingRows
 }
 
 // Transaction is one source event group, from its GTID event to its commit.
@@ -185,7 +191,8 @@ func (t *Transaction) String() string {
 // Has reports whether all of f is set.
 func (t *Transaction) Has(f TxnFlags) bool { return t.Flags&f == f }
 
-// RowEvents returns the decoded row events in source order.
+// RowEvents returns the row events in source order; their Rows are nil
+// while pending (Event.RowsPending: Event.DecodeRows decodes them).
 func (t *Transaction) RowEvents() []*replication.RowsEvent {
 	var rows []*replication.RowsEvent
 	for _, ev := range t.Events {

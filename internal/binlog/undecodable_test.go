@@ -118,6 +118,12 @@ func TestDecoderUncompressesEvents(t *testing.T) {
 		}
 		switch e := got.Data.(type) {
 		case *replication.RowsEvent:
+			if err := c.Events[p.event].DecodeRows(); err != nil {
+				t.Fatal(err)
+			}
+			if err := u.Events[p.event].DecodeRows(); err != nil {
+				t.Fatal(err)
+			}
 			w := want.Data.(*replication.RowsEvent)
 			if !reflect.DeepEqual(e.Rows, w.Rows) || len(e.Rows) == 0 || got.Undecoded != nil {
 				t.Errorf("%s: rows %v, want %v", p.compressed, e.Rows, w.Rows)

@@ -27,6 +27,7 @@ type ledger struct {
 	uncommitted []int64
 	lastBarrier int64
 	free        []*holders // released, for reuse
+	freeHeld    [][]uint64 // released held lists, emptied, for reuse
 }
 
 func newLedger() *ledger {
@@ -61,7 +62,13 @@ func (l *ledger) take(gi int64, r uint64, exclusive bool, deps Deps) Deps {
 	} else {
 		h.shared = append(h.shared, gi)
 	}
-	l.held[gi] = append(l.held[gi], r)
+	list, ok := l.held[gi]
+	if !ok {
+		if n := len(l.freeHeld); n > 0 {
+			list, l.freeHeld = l.freeHeld[n-1], l.freeHeld[:n-1]
+		}
+	}
+	l.held[gi] = append(list, r)
 	return deps
 }
 
@@ -96,6 +103,9 @@ func (l *ledger) release(gi int64) {
 			l.free = append(l.free, h)
 		}
 	}
+	if list, ok := l.held[gi]; ok && cap(list) <= maxKeptHeld {
+		l.freeHeld = append(l.freeHeld, list[:0])
+	}
 	delete(l.held, gi)
 	if i := slices.Index(l.uncommitted, gi); i >= 0 {
 		l.uncommitted = slices.Delete(l.uncommitted, i, i+1)
@@ -104,6 +114,10 @@ func (l *ledger) release(gi int64) {
 		l.lastBarrier = 0
 	}
 }
+
+// maxKeptHeld bounds the lists of resources kept for reuse: a transaction
+// that took more gets a list of its own.
+const maxKeptHeld = 1024
 
 // tidy sorts deps and drops repeats.
 func tidy(deps Deps) Deps {

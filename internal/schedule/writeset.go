@@ -89,11 +89,23 @@ type Writeset struct {
 	statementRows, statementTables uint64
 	pending                        []uint64
 	row                            []interface{}
+	// a row event's images read for their keys (imageKeys): the key
+	// columns, the values read, the columns an image lacks
+	want    []bool
+	values  []binlog.Value
+	skipped []int
+	// names are the database and table names met, each once (name), and
+	// hashes their tables' hashes (tableHashes).
+	names  map[string]string
+	hashes map[tableName]*tableHashes
 }
 
 func NewWriteset(c Catalog) *Writeset { return &Writeset{catalog: c, ledger: newLedger()} }
-func (p *Writeset) Name() string      { return "writeset" }
-func (p *Writeset) Barrier() bool     { return p.barrier }
+
+// KeysSeen counts the row keys taken so far.
+func (p *Writeset) KeysSeen() uint64 { return p.keysSeen }
+func (p *Writeset) Name() string     { return "writeset" }
+func (p *Writeset) Barrier() bool    { return p.barrier }
 func (p *Writeset) Committed(gi int64) {
 	p.ledger.release(gi)
 }
@@ -112,9 +124,9 @@ func (p *Writeset) Admit(gi int64, txn *binlog.Transaction) (Deps, error) {
 		return tidy(deps), err
 	}
 	var err error
-	for _, ev := range txn.Events {
-		if rows, ok := ev.Data.(*replication.RowsEvent); ok {
-			if deps, err = p.rowKeys(gi, rows, txn.OpaqueRows, deps); err != nil {
+	for i := range txn.Events {
+		if _, ok := txn.Events[i].Data.(*replication.RowsEvent); ok {
+			if deps, err = p.rowKeys(gi, &txn.Events[i], txn.OpaqueRows, deps); err != nil {
 				return nil, err
 			}
 		}
@@ -132,16 +144,18 @@ func tableResource(schema, table string) uint64 {
 
 // rowKeys takes the resources one row event writes. opaque says its
 // transaction's row values are not all known: its tables are then taken whole.
-func (p *Writeset) rowKeys(gi int64, ev *replication.RowsEvent, opaque bool, deps Deps) (Deps, error) {
+func (p *Writeset) rowKeys(gi int64, event *binlog.Event, opaque bool, deps Deps) (Deps, error) {
+	ev := event.Data.(*replication.RowsEvent)
 	if ev.Table == nil {
 		return deps, fmt.Errorf("row event without its table map")
 	}
-	schema, table := string(ev.Table.Schema), string(ev.Table.Table)
-	tableRes := tableResource(schema, table)
+	schema, table := p.name(ev.Table.Schema), p.name(ev.Table.Table)
 	info, err := p.catalog.Table(schema, table)
 	if err != nil {
 		return deps, err
 	}
+	hashes := p.tableHashes(schema, table, info)
+	tableRes := hashes.table
 	if info != nil && info.ForeignKeys {
 		deps = p.ledger.take(gi, fkResource, true, deps)
 	}
@@ -149,7 +163,17 @@ func (p *Writeset) rowKeys(gi int64, ev *replication.RowsEvent, opaque bool, dep
 		return p.ledger.take(gi, tableRes, true, deps), nil
 	}
 	deps = p.ledger.take(gi, tableRes, false, deps)
-	p.prefixes = keyPrefixes(p.prefixes[:0], schema, table, info)
+	p.prefixes = append(p.prefixes[:0], hashes.prefixes...)
+	if event.RowsPending() {
+		if deps, ok := p.imageKeys(gi, event, info, schema, table, tableRes, deps); ok {
+			return deps, nil
+		}
+		if event.DecodeRows() != nil {
+			// Cannot be: the relay reader walked the images. Their keys
+			// unknown, the table is taken whole.
+			return p.ledger.take(gi, tableRes, true, deps), nil
+		}
+	}
 	for i, row := range ev.Rows {
 		var skipped []int
 		if i < len(ev.SkippedColumns) {
@@ -169,6 +193,119 @@ func (p *Writeset) rowKeys(gi int64, ev *replication.RowsEvent, opaque bool, dep
 		}
 	}
 	return deps, nil
+}
+
+// imageKeys takes the row keys of a row event whose rows are pending,
+// reading the key columns alone (binlog.Event.EachImage); the same keys as
+// rowKeys takes from decoded rows. ok is false when a key column has a type
+// EachImage does not read: the rows are then decoded.
+func (p *Writeset) imageKeys(gi int64, event *binlog.Event, info *TableInfo, schema, table string, tableRes uint64, deps Deps) (_ Deps, ok bool) {
+	ev := event.Data.(*replication.RowsEvent)
+	columns := int(ev.ColumnCount)
+	p.want = append(p.want[:0], make([]bool, columns)...)
+	for _, key := range info.Keys {
+		for _, col := range key.Columns {
+			if col < columns {
+				p.want[col] = true
+			}
+		}
+	}
+	if cap(p.values) < columns {
+		p.values = make([]binlog.Value, columns)
+	}
+	missing := false
+	ok = event.EachImage(p.want, p.values[:columns], p.skipped[:0], func(row []binlog.Value, skipped []int) bool {
+		for k, key := range info.Keys {
+			h, state := keyHashValues(p.prefixes[k], key, row, skipped)
+			if state == keyNull {
+				continue
+			}
+			if state == keyMissing {
+				missing = true
+				return false
+			}
+			deps = p.ledger.take(gi, h, true, deps)
+			p.keysSeen++
+		}
+		return true
+	})
+	if ok && missing {
+		p.warnOnce(fmt.Sprintf("%s.%s: a row image lacks key columns (is binlog_row_image FULL on the source?); such tables are applied one transaction at a time", schema, table))
+		return p.ledger.take(gi, tableRes, true, deps), true
+	}
+	return deps, ok
+}
+
+// keyHashValues is keyHash over a row image read by EachImage: the same
+// hash for the same values (go-mysql's integers and strings).
+func keyHashValues(prefix uint64, key UniqueKey, row []binlog.Value, skipped []int) (uint64, int) {
+	h := prefix
+	for i, col := range key.Columns {
+		if col >= len(row) || contains(skipped, col) {
+			return 0, keyMissing
+		}
+		v := row[col]
+		if v.Kind == binlog.ValueNull {
+			return 0, keyNull
+		}
+		h = fnvByte(h, 1)
+		switch {
+		case v.Kind == binlog.ValueInt:
+			h = fnvUint64(h, uint64(v.Int))
+		case !key.Fold[i] && !key.Pad[i] && key.Prefix[i] == 0:
+			h = fnvBytes(h, v.Bytes)
+		default:
+			h = fnvString(h, Comparable(string(v.Bytes), key.Fold[i], key.Pad[i], key.Prefix[i]))
+		}
+	}
+	return h, keyOK
+}
+
+// name is a database or table name of a table map as a string, made once:
+// a row event's names would otherwise cost two strings each.
+func (p *Writeset) name(b []byte) string {
+	if s, ok := p.names[string(b)]; ok {
+		return s
+	}
+	if p.names == nil || len(p.names) >= maxNames {
+		p.names = make(map[string]string)
+	}
+	s := string(b)
+	p.names[s] = s
+	return s
+}
+
+// maxNames bounds the names kept (Writeset.name), and the tables whose
+// hashes are kept (tableHashes).
+const maxNames = 4096
+
+// tableHashes are the hashes of a table's resource and of its keys'
+// prefixes (tableResource, keyPrefixes), made once per table and the
+// catalog's answer for it.
+type tableHashes struct {
+	info     *TableInfo // the catalog's answer they were made from
+	table    uint64
+	prefixes []uint64
+}
+
+type tableName struct{ schema, table string }
+
+// tableHashes returns the hashes of schema.table, made again when the
+// catalog gives another answer for it (after a DDL).
+func (p *Writeset) tableHashes(schema, table string, info *TableInfo) *tableHashes {
+	name := tableName{schema, table}
+	if h, ok := p.hashes[name]; ok && h.info == info {
+		return h
+	}
+	if p.hashes == nil || len(p.hashes) >= maxNames {
+		p.hashes = make(map[tableName]*tableHashes)
+	}
+	h := &tableHashes{info: info, table: tableResource(schema, table)}
+	if info != nil {
+		h.prefixes = keyPrefixes(nil, schema, table, info)
+	}
+	p.hashes[name] = h
+	return h
 }
 
 // keyPrefixes appends, per key of a table, the hash of its database, table
@@ -236,6 +373,13 @@ const (
 func fnvString(h uint64, s string) uint64 {
 	for i := 0; i < len(s); i++ {
 		h = (h ^ uint64(s[i])) * fnvPrime
+	}
+	return h
+}
+
+func fnvBytes(h uint64, s []byte) uint64 {
+	for _, c := range s {
+		h = (h ^ uint64(c)) * fnvPrime
 	}
 	return h
 }

@@ -123,10 +123,3 @@ func appendBase64(dst []byte, parts [][]byte) []byte {
 	}
 	return encodeBase64(dst, carry[:held])
 }
-
-func encodeBase64(dst, src []byte) []byte {
-	at := len(dst)
-	dst = dst[:at+base64.StdEncoding.EncodedLen(len(src))]
-	base64.StdEncoding.Encode(dst[at:], src)
-	return dst
-}

@@ -144,6 +144,9 @@ func (e *Engines) statementSequenceValues(txn *binlog.Transaction, statement []b
 			rowsLeft[re.TableID] = true
 			continue
 		}
+		if err := statement[i].DecodeRows(); err != nil {
+			return nil, fmt.Errorf("%s: the rows of sequence %s.%s: %w", txn, schema, table, err)
+		}
 		rows, ok := sequenceRows(re, schema, table)
 		if !ok {
 			return nil, fmt.Errorf("%s: a row event of sequence %s.%s lacks its next value (next_not_cached_value), and gapless cannot apply it; log full row images on the source (binlog_row_image=FULL) and rebuild the target", txn, schema, table)
