@@ -15,6 +15,7 @@ import (
 	"gapless/internal/binlog"
 	"gapless/internal/dburl"
 	"gapless/internal/galera"
+	"gapless/internal/target"
 )
 
 // checkGaleraTarget reads whether the target is a Galera node, refuses one
@@ -108,4 +109,18 @@ func sourceNodes(cfg dburl.Config) binlog.SourceNodes {
 		return nil
 	}
 	return cfg.Nodes
+}
+
+// clusterBatch bounds a batch on a Galera target, where it is one writeset
+// of the cluster's, to the cluster's limits (target.BatchLimits): the
+// bytes of a batch (0: apply's own bound) and its transactions.
+func clusterBatch(node galera.Node, batch int) (bytes, transactions int) {
+	bytes, most, ok := target.BatchLimits(node)
+	if !ok {
+		return 0, batch
+	}
+	if most > 0 {
+		batch = min(batch, most)
+	}
+	return bytes, batch
 }

@@ -351,14 +351,7 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 		return err
 	}
 
-	batchBytes := 0
-	if bytes, transactions, ok := target.BatchLimits(cluster); ok {
-		// A batch is one writeset of the cluster's: under its limits.
-		batchBytes = bytes
-		if transactions > 0 {
-			f.batch = min(f.batch, transactions)
-		}
-	}
+	batchBytes, batch := clusterBatch(cluster, f.batch)
 	cfg := apply.Config{
 		Stream: f.stream,
 		Receiver: binlog.ReceiverConfig{
@@ -370,7 +363,7 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 		TargetServerID: targetID.serverID,
 		Session:        target.Options{KeepGTID: keepGTID, WriteBinlog: writeBinlog, Server: tgtCfg},
 		Workers:        f.workers,
-		BatchMax:       f.batch,
+		BatchMax:       batch,
 		BatchBytes:     batchBytes,
 		Filter:         rules,
 		MaxQueued:      f.maxQueued,
