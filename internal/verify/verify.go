@@ -183,14 +183,7 @@ func Compare(ctx context.Context, source, target *sql.DB, opts Options) (Report,
 			report.Tables = append(report.Tables, TableResult{Schema: name.schema, Table: name.table, Status: StatusExtra})
 		}
 	}
-	for schema, n := range elsewhere {
-		report.Elsewhere = append(report.Elsewhere, OtherDatabase{Schema: schema, Tables: n})
-	}
-	sort.Slice(report.Elsewhere, func(i, j int) bool { return report.Elsewhere[i].Schema < report.Elsewhere[j].Schema })
-	for schema, n := range absent {
-		report.Absent = append(report.Absent, OtherDatabase{Schema: schema, Tables: n})
-	}
-	sort.Slice(report.Absent, func(i, j int) bool { return report.Absent[i].Schema < report.Absent[j].Schema })
+	report.Elsewhere, report.Absent = otherDatabases(elsewhere), otherDatabases(absent)
 	sort.Slice(report.Tables, func(i, j int) bool {
 		a, b := report.Tables[i], report.Tables[j]
 		if a.Schema != b.Schema {
@@ -198,14 +191,32 @@ func Compare(ctx context.Context, source, target *sql.DB, opts Options) (Report,
 		}
 		return a.Table < b.Table
 	})
+	c := &comparer{source: source, target: target, chunkRows: opts.ChunkRows, progress: progress, foldNames: fold}
+	if err := c.compareAll(ctx, report.Tables); err != nil {
+		return Report{}, err
+	}
+	return report, nil
+}
+
+// otherDatabases lists the tables counted by database, by name.
+func otherDatabases(tables map[string]int) []OtherDatabase {
+	var out []OtherDatabase
+	for schema, n := range tables {
+		out = append(out, OtherDatabase{Schema: schema, Tables: n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Schema < out[j].Schema })
+	return out
+}
+
+// compareAll compares, Workers at a time, the tables on both sides (those
+// without a status yet), and stops at the first error.
+func (c *comparer) compareAll(ctx context.Context, tables []TableResult) error {
 	var onBoth []int
-	for i, t := range report.Tables {
+	for i, t := range tables {
 		if t.Status == "" {
 			onBoth = append(onBoth, i)
 		}
 	}
-
-	c := &comparer{source: source, target: target, chunkRows: opts.ChunkRows, progress: progress, foldNames: fold}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	jobs := make(chan int)
@@ -213,7 +224,7 @@ func Compare(ctx context.Context, source, target *sql.DB, opts Options) (Report,
 	for range min(Workers, len(onBoth)) {
 		wg.Go(func() {
 			for i := range jobs {
-				t := &report.Tables[i]
+				t := &tables[i]
 				if err := c.compareTable(ctx, t); err != nil {
 					cancel(fmt.Errorf("comparing %s: %w", t.Name(), err))
 				}
@@ -230,10 +241,7 @@ feed:
 	}
 	close(jobs)
 	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
-		return Report{}, err
-	}
-	return report, nil
+	return context.Cause(ctx)
 }
 
 // foldsNames reports whether either server folds table names to lower case
