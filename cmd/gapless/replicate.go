@@ -164,67 +164,11 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
 }
 
 func runReplicate(ctx context.Context, f replicateFlags) (err error) {
-	switch {
-	case !f.source.given() && !f.target.given():
-		return fmt.Errorf("--source and --target are required (or $GAPLESS_SOURCE and $GAPLESS_TARGET)")
-	case !f.source.given():
-		return fmt.Errorf("--source is required (or $GAPLESS_SOURCE): the URL of the primary, %s", urlShape)
-	case !f.target.given():
-		return fmt.Errorf("--target is required (or $GAPLESS_TARGET): the URL of the server to apply to, %s", urlShape)
-	}
-	_, sourceURL, err := f.source.resolve()
+	in, err := f.check()
 	if err != nil {
 		return err
 	}
-	_, targetURL, err := f.target.resolve()
-	if err != nil {
-		return err
-	}
-	if f.workers < 1 || f.workers > checkpoint.MaxSlots {
-		return fmt.Errorf("--workers %d: want 1 to %d", f.workers, checkpoint.MaxSlots)
-	}
-	rules := &filter.Rules{DoDB: f.doDB, IgnoreDB: f.ignoreDB}
-	for _, p := range f.ignoreTable {
-		if err := rules.AddIgnoreTable(p); err != nil {
-			return err
-		}
-	}
-	if f.maxQueued < 1<<20 {
-		return fmt.Errorf("--max-queued %d: want at least 1 MiB (1048576)", f.maxQueued)
-	}
-	if f.batch < 1 || f.batch > 10000 {
-		return fmt.Errorf("--batch %d: want 1 to 10000", f.batch)
-	}
-	if !slices.Contains(schedule.Names, f.policy) {
-		return fmt.Errorf("--policy %q: want one of %s", f.policy, strings.Join(schedule.Names, ", "))
-	}
-	if f.commitOrder != string(apply.Strict) && f.commitOrder != string(apply.Causal) {
-		return fmt.Errorf("--commit-order %q: want strict or causal", f.commitOrder)
-	}
-	if f.logFormat != "text" && f.logFormat != "json" {
-		return fmt.Errorf("--log-format %q: want text or json", f.logFormat)
-	}
-	if f.http != "" {
-		if _, err := status.ListenAddress(f.http); err != nil {
-			return err
-		}
-	}
-	until, err := parseOptionalPosition("--until", f.until, f.untilGiven)
-	if err != nil {
-		return err
-	}
-	start, err := parseOptionalPosition("--start-position", f.start, f.startGiven)
-	if err != nil {
-		return err
-	}
-	var skip []gtid.MariaDBGTID
-	for _, s := range f.skip {
-		g, err := gtid.ParseMariaDBGTID(s)
-		if err != nil {
-			return fmt.Errorf("--skip-gtid: %s (want one GTID domain-server-sequence, e.g. 0-1-51253)", strings.TrimPrefix(err.Error(), "gtid: "))
-		}
-		skip = append(skip, g)
-	}
+	sourceURL, targetURL, rules, until, start, skip := in.sourceURL, in.targetURL, in.rules, in.until, in.start, in.skip
 
 	// A stop (SIGINT, SIGTERM, gapless stop) from here on is taken, not
 	// left to end the process: one while the checks below run ends them,
@@ -416,19 +360,101 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	printResult(res, time.Since(began), f.verbose)
+	return nil
+}
+
+// checkedFlags are replicate's flags read and checked, before any server
+// is reached.
+type checkedFlags struct {
+	sourceURL, targetURL string
+	rules                *filter.Rules
+	until, start         *gtid.MariaDBPosition
+	skip                 []gtid.MariaDBGTID
+}
+
+// check reads and checks the flags: one clear message for the first that
+// is wrong.
+func (f replicateFlags) check() (checkedFlags, error) {
+	switch {
+	case !f.source.given() && !f.target.given():
+		return checkedFlags{}, fmt.Errorf("--source and --target are required (or $GAPLESS_SOURCE and $GAPLESS_TARGET)")
+	case !f.source.given():
+		return checkedFlags{}, fmt.Errorf("--source is required (or $GAPLESS_SOURCE): the URL of the primary, %s", urlShape)
+	case !f.target.given():
+		return checkedFlags{}, fmt.Errorf("--target is required (or $GAPLESS_TARGET): the URL of the server to apply to, %s", urlShape)
+	}
+	_, sourceURL, err := f.source.resolve()
+	if err != nil {
+		return checkedFlags{}, err
+	}
+	_, targetURL, err := f.target.resolve()
+	if err != nil {
+		return checkedFlags{}, err
+	}
+	if f.workers < 1 || f.workers > checkpoint.MaxSlots {
+		return checkedFlags{}, fmt.Errorf("--workers %d: want 1 to %d", f.workers, checkpoint.MaxSlots)
+	}
+	rules := &filter.Rules{DoDB: f.doDB, IgnoreDB: f.ignoreDB}
+	for _, p := range f.ignoreTable {
+		if err := rules.AddIgnoreTable(p); err != nil {
+			return checkedFlags{}, err
+		}
+	}
+	if f.maxQueued < 1<<20 {
+		return checkedFlags{}, fmt.Errorf("--max-queued %d: want at least 1 MiB (1048576)", f.maxQueued)
+	}
+	if f.batch < 1 || f.batch > 10000 {
+		return checkedFlags{}, fmt.Errorf("--batch %d: want 1 to 10000", f.batch)
+	}
+	if !slices.Contains(schedule.Names, f.policy) {
+		return checkedFlags{}, fmt.Errorf("--policy %q: want one of %s", f.policy, strings.Join(schedule.Names, ", "))
+	}
+	if f.commitOrder != string(apply.Strict) && f.commitOrder != string(apply.Causal) {
+		return checkedFlags{}, fmt.Errorf("--commit-order %q: want strict or causal", f.commitOrder)
+	}
+	if f.logFormat != "text" && f.logFormat != "json" {
+		return checkedFlags{}, fmt.Errorf("--log-format %q: want text or json", f.logFormat)
+	}
+	if f.http != "" {
+		if _, err := status.ListenAddress(f.http); err != nil {
+			return checkedFlags{}, err
+		}
+	}
+	until, err := parseOptionalPosition("--until", f.until, f.untilGiven)
+	if err != nil {
+		return checkedFlags{}, err
+	}
+	start, err := parseOptionalPosition("--start-position", f.start, f.startGiven)
+	if err != nil {
+		return checkedFlags{}, err
+	}
+	var skip []gtid.MariaDBGTID
+	for _, s := range f.skip {
+		g, err := gtid.ParseMariaDBGTID(s)
+		if err != nil {
+			return checkedFlags{}, fmt.Errorf("--skip-gtid: %s (want one GTID domain-server-sequence, e.g. 0-1-51253)", strings.TrimPrefix(err.Error(), "gtid: "))
+		}
+		skip = append(skip, g)
+	}
+	return checkedFlags{sourceURL: sourceURL, targetURL: targetURL, rules: rules, until: until, start: start, skip: skip}, nil
+}
+
+// printResult says where the run ended and, with -v, how it went.
+func printResult(res apply.Result, took time.Duration, verbose bool) {
 	filtered := ""
 	if res.Filtered > 0 {
 		filtered = fmt.Sprintf(" (and passed %d filtered out)", res.Filtered)
 	}
-	fmt.Printf("%s: applied %d transactions%s in %s; position %s\n", res.Reason, res.Applied, filtered, time.Since(began).Round(time.Millisecond), emptyAsNone(res.Position.String()))
+	fmt.Printf("%s: applied %d transactions%s in %s; position %s\n", res.Reason, res.Applied, filtered, took.Round(time.Millisecond), emptyAsNone(res.Position.String()))
 	if res.RolledBack > 0 {
 		fmt.Printf("the stop rolled back %d transactions of batches still executing; the next run applies them\n", res.RolledBack)
 	}
-	if f.verbose && res.Batches > 0 {
+	if verbose && res.Batches > 0 {
 		fmt.Printf("%d target transactions, %.1f source transactions each; %d ran ahead of what their batch waited for\n", res.Batches, float64(res.Applied)/float64(res.Batches), res.RanAhead)
 		fmt.Printf("worker time: %s\n", stateShares(res.StateTime))
 	}
-	if f.verbose && len(res.Statements) > 0 {
+	if verbose && len(res.Statements) > 0 {
 		slots := slices.Sorted(maps.Keys(res.Statements))
 		var per []string
 		for _, slot := range slots {
@@ -436,10 +462,9 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 		}
 		fmt.Printf("statement transactions per worker (0: the statement session): %s\n", strings.Join(per, " "))
 	}
-	if f.verbose && res.StatementRowKeys+res.StatementWholeTables > 0 {
+	if verbose && res.StatementRowKeys+res.StatementWholeTables > 0 {
 		fmt.Printf("tables named by statement transactions: %d by row keys, %d whole\n", res.StatementRowKeys, res.StatementWholeTables)
 	}
-	return nil
 }
 
 func emptyAsNone(s string) string {
