@@ -372,22 +372,36 @@ func writeAllAlong(writers int, write func(w, n int) error) (stop func()) {
 func TestGaleraTargetNodeCutOff(t *testing.T) {
 	c := galeraCluster(t, true)
 	primary, sb := primaryForCluster(t, "MIXED")
-	randomLoad(t, sb, 8, 100, loadOptions{noHeldTemporary: true})
+	randomLoad(t, sb, 8, 60, loadOptions{noHeldTemporary: true})
+	mustExec(t, primary, "CREATE DATABASE live", "CREATE TABLE live.t (id INT AUTO_INCREMENT PRIMARY KEY, w INT)")
 	relay := filepath.Join(t.TempDir(), "relay")
-	args := []string{"replicate", "--source", sb.SourceURL, "--target", nodesURL(c), "--until", binlogPos(t, primary),
+	args := []string{"replicate", "--source", sb.SourceURL, "--target", nodesURL(c), "--until", "",
 		"--relay-dir", relay, "--progress", "200ms", "--workers", "8"}
-	cmd, stderr, wait := background(t, args...)
-	time.Sleep(700 * time.Millisecond)
-	i := writingNode(t, c)
+	// Clients write to the primary all along, so that the run is applying
+	// when the node is cut off; it runs without --until until it moved.
+	stopWriting := writeAllAlong(2, func(w, n int) error {
+		return primary.Exec(context.Background(), fmt.Sprintf("INSERT INTO live.t (w) VALUES (%d)", w))
+	})
+	cmd, stderr, wait := background(t, append(args[:5:5], args[7:]...)...)
+	i := -1
+	for deadline := time.Now().Add(15 * time.Second); i < 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		i = writingNode(t, c)
+	}
 	if i < 0 {
-		t.Fatal("gapless was not writing to any node 0.7 s after its start")
+		t.Fatalf("gapless was not writing to any node 15 s after its start:\n%s", stderr)
 	}
 	ctx := context.Background()
 	if err := c.Isolate(ctx, i, true); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("cut node %d off", i+1)
-	r := waitExit(t, cmd, wait, 4*time.Minute, "reach --until with a node cut off", stderr)
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), "target node failed; writing to the next node") && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // a progress line after the move
+	stopWriting()
+	cmd.Process.Signal(syscall.SIGTERM)
+	r := waitExit(t, cmd, wait, time.Minute, "stop on SIGTERM with a node cut off", stderr)
 	if r.code != 0 {
 		t.Fatalf("gapless exited %d:\n%s", r.code, r.stderr)
 	}
@@ -396,6 +410,10 @@ func TestGaleraTargetNodeCutOff(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "target node ") || !strings.Contains(r.stdout, "(moved 1 times)") {
 		t.Errorf("the progress lines did not name the node written to and the move:\n%s", r.stdout)
+	}
+	args[6] = binlogPos(t, primary)
+	if r := gapless(t, nil, args...); r.code != 0 {
+		t.Fatalf("gapless to %s exited %d:\n%s", args[6], r.code, r.stderr)
 	}
 	if i == 0 {
 		// A run that starts while the list's first node is cut off starts
@@ -412,7 +430,7 @@ func TestGaleraTargetNodeCutOff(t *testing.T) {
 	if err := waitRejoined(ctx, c, i); err != nil {
 		t.Fatal(err)
 	}
-	requireNodesEqual(t, primary, c, "rnd")
+	requireNodesEqual(t, primary, c, "rnd", "live")
 }
 
 // waitRejoined waits for node i to be back in the primary component, or
