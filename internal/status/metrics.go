@@ -61,7 +61,7 @@ func newMetrics(s *Server) http.Handler {
 		targetTxns:         desc("target_transactions_total", "Target transactions committed (a batch applies several source transactions in one)."),
 		received:           desc("received_transactions_total", "Source transactions received into the relay log by this run."),
 		receivedBytes:      desc("received_bytes_total", "Bytes of the source transactions read from the relay log by this run."),
-		lag:                desc("lag_seconds", "Seconds since the source wrote the last applied transaction, while any received one is not applied; 0 when caught up."),
+		lag:                desc("lag_seconds", "Seconds since the source wrote the oldest transaction a worker holds (else the last applied), while any received one is not applied; 0 when caught up."),
 		behind:             desc("behind_transactions", "Transactions received but not yet applied."),
 		relayBytes:         desc("relay_log_bytes", "Bytes of the relay log's segment files."),
 		queueTxns:          desc("queue_transactions", "Decoded transactions waiting for a worker."),
