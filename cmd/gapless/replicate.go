@@ -342,12 +342,14 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	}
 	tuneGC(f.maxQueued)
 	began := time.Now()
-	ctx, finishHTTP, err := startHTTP(ctx, f.http, &cfg, tgtCfg.Redacted(), srcCfg.Password, tgtCfg.Password)
+	// runCtx, not ctx: the deferred check above reads ctx, and startHTTP
+	// returns no context when it fails.
+	runCtx, finishHTTP, err := startHTTP(ctx, f.http, &cfg, tgtCfg.Redacted(), srcCfg.Password, tgtCfg.Password)
 	if err != nil {
 		return err
 	}
 	running = true
-	res, err := apply.Run(ctx, cfg)
+	res, err := apply.Run(runCtx, cfg)
 	if errors.Is(err, apply.ErrStoppedWhileStarting) {
 		// Stopped (SIGINT, SIGTERM, gapless stop) before the run began to
 		// apply: what it was opening gave up. Nothing is lost; the next run
