@@ -23,7 +23,6 @@ import (
 	"gapless/internal/apply"
 	"gapless/internal/binlog"
 	"gapless/internal/checkpoint"
-	"gapless/internal/dburl"
 	"gapless/internal/filter"
 	"gapless/internal/gtid"
 	"gapless/internal/schedule"
@@ -167,7 +166,6 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	sourceURL, targetURL, rules, until, start, skip := in.sourceURL, in.targetURL, in.rules, in.until, in.start, in.skip
 
 	// A stop (SIGINT, SIGTERM, gapless stop) from here on is taken, not
 	// left to end the process: one while the checks below run ends them,
@@ -191,94 +189,15 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	// shown with -v only. Pools take the driver's logger when they are opened.
 	mysqldriver.SetLogger(slog.NewLogLogger(logger.Handler(), slog.LevelInfo))
 
-	srcDB, srcCfg, err := dburl.Open(sourceURL, nil)
-	if err != nil {
-		return fmt.Errorf("source: %w", err)
-	}
-	defer srcDB.Close()
-	if err := checkSourceNodes(ctx, srcDB, srcCfg); err != nil {
-		return err
-	}
-	sourceFormat, err := checkSource(ctx, srcDB, srcCfg, logger)
+	servers, err := openServers(ctx, f, in, logger)
 	if err != nil {
 		return err
 	}
-	srcTLS, err := srcCfg.TLS()
-	if err != nil {
-		return fmt.Errorf("source: %w", err)
-	}
-	srcTimeout, err := srcCfg.Timeout(0)
-	if err != nil {
-		return fmt.Errorf("source: %w", err)
-	}
-	tgtDB, tgtCfg, err := dburl.Open(targetURL, targetParams)
-	if err != nil {
-		return fmt.Errorf("target: %w", err)
-	}
-	defer tgtDB.Close()
-	followTargetNodes(ctx, tgtDB, tgtCfg, logger)
-	source, targetID, err := checkServers(ctx, srcDB, tgtDB, f.serverID)
-	if err != nil {
-		return err
-	}
-	if err := checkTargetReplica(ctx, tgtDB, source, srcCfg.Host, srcCfg.Port); err != nil {
-		return err
-	}
-	if err := checkTargetPrivileges(ctx, tgtDB, tgtCfg); err != nil {
-		return err
-	}
-	warnWithoutProcess(ctx, tgtDB, logger)
-	writeBinlog, err := targetWritesBinlog(ctx, tgtDB, !f.noTargetBinlog)
-	if err != nil {
-		return err
-	}
-	cluster, err := checkGaleraTarget(ctx, tgtDB, writeBinlog, logger)
-	if err != nil {
-		return err
-	}
-	if writeBinlog && !cluster.On {
-		// A Galera node logs every change of a client session as rows.
-		warnRowTargetGetsStatements(ctx, sourceFormat, tgtDB, logger)
-	}
-	if err := checkStartPosition(ctx, tgtDB, f.stream, start); err != nil {
-		return err
-	}
-	startOrigin := "--start-position"
-	if start == nil {
-		start, err = targetSlavePos(ctx, tgtDB)
-		if err != nil {
-			return err
-		}
-		startOrigin = slavePosOrigin
-	}
-	written, err := sourceWritten(ctx, srcDB)
-	if err != nil {
-		return err
-	}
-	if startOrigin == slavePosOrigin {
-		start = sourceDomainsOf(start, written, logger)
-	}
-	position, origin := appliedOrStart(ctx, tgtDB, f.stream, start, startOrigin)
-	if err := checkSourceContinues(written, position, origin, logger); err != nil {
-		return err
-	}
-	warnUntilUnseen(until, written, position, logger)
-	// Causal order commits a domain's transactions out of sequence, which a
-	// binlog in GTID strict mode refuses: the target writes them under GTIDs of its own.
-	// A Galera node gives a DDL the GTID its cluster chooses (galera.go).
-	keepGTID := writeBinlog && f.commitOrder == string(apply.Strict) && !cluster.On
-	if writeBinlog && !keepGTID {
-		if err := refuseRing(ctx, srcDB, targetID.serverID); err != nil {
-			return err
-		}
-		if !cluster.On {
-			fmt.Fprintln(os.Stderr, "note: with --commit-order causal the target's binlog gets GTIDs of its own, not the source's")
-		}
-	}
+	defer servers.close()
 	serverID := f.serverID
 	if serverID == 0 {
 		h := fnv.New32a()
-		fmt.Fprintf(h, "%s:%d/%s", tgtCfg.Host, tgtCfg.Port, f.stream)
+		fmt.Fprintf(h, "%s:%d/%s", servers.targetCfg.Host, servers.targetCfg.Port, f.stream)
 		serverID = 1<<30 | h.Sum32()>>2
 	}
 
@@ -294,34 +213,34 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 		return err
 	}
 
-	batchBytes, batch := clusterBatch(cluster, f.batch)
+	batchBytes, batch := clusterBatch(servers.cluster, f.batch)
 	cfg := apply.Config{
 		Stream: f.stream,
 		Receiver: binlog.ReceiverConfig{
-			Host: srcCfg.Host, Port: uint16(srcCfg.Port), User: srcCfg.User, Password: srcCfg.Password,
-			ServerID: serverID, TLS: srcTLS, DialTimeout: srcTimeout, Logger: logger, Nodes: sourceNodes(srcCfg),
+			Host: servers.sourceCfg.Host, Port: uint16(servers.sourceCfg.Port), User: servers.sourceCfg.User, Password: servers.sourceCfg.Password,
+			ServerID: serverID, TLS: servers.sourceTLS, DialTimeout: servers.sourceTimeout, Logger: logger, Nodes: sourceNodes(servers.sourceCfg),
 		},
-		Relay:          binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize, Logger: logger, Source: source.String()},
-		Target:         tgtDB,
-		TargetServerID: targetID.serverID,
-		Session:        target.Options{KeepGTID: keepGTID, WriteBinlog: writeBinlog, Server: tgtCfg},
+		Relay:          binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize, Logger: logger, Source: servers.sourceID.String()},
+		Target:         servers.target,
+		TargetServerID: servers.targetID.serverID,
+		Session:        target.Options{KeepGTID: servers.keepGTID, WriteBinlog: servers.writeBinlog, Server: servers.targetCfg},
 		Workers:        f.workers,
 		BatchMax:       batch,
 		BatchBytes:     batchBytes,
-		Filter:         rules,
+		Filter:         in.rules,
 		MaxQueued:      f.maxQueued,
 		Policy:         f.policy,
 		CommitOrder:    apply.CommitOrder(f.commitOrder),
-		Start:          start,
-		Until:          until,
-		Skip:           skip,
+		Start:          servers.start,
+		Until:          in.until,
+		Skip:           in.skip,
 		Logger:         logger,
 	}
 	if f.progress > 0 {
 		cfg.ProgressEvery = f.progress
-		cfg.Progress = progressPrinter(until)
+		cfg.Progress = progressPrinter(in.until)
 	}
-	fmt.Printf("replicating %s -> %s (stream %q, relay log %s)\n", srcCfg.Redacted(), tgtCfg.Redacted(), f.stream, f.relayDir)
+	fmt.Printf("replicating %s -> %s (stream %q, relay log %s)\n", servers.sourceCfg.Redacted(), servers.targetCfg.Redacted(), f.stream, f.relayDir)
 	if f.cpuProfile != "" {
 		out, err := os.Create(f.cpuProfile)
 		if err != nil {
@@ -343,7 +262,7 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	began := time.Now()
 	// runCtx, not ctx: the deferred check above reads ctx, and startHTTP
 	// returns no context when it fails.
-	runCtx, finishHTTP, err := startHTTP(ctx, f.http, &cfg, tgtCfg.Redacted(), srcCfg.Password, tgtCfg.Password)
+	runCtx, finishHTTP, err := startHTTP(ctx, f.http, &cfg, servers.targetCfg.Redacted(), servers.sourceCfg.Password, servers.targetCfg.Password)
 	if err != nil {
 		return err
 	}

@@ -1,25 +1,198 @@
-// startchecks.go holds the checks a replicate run makes against the source
-// and the target before it starts: each refuses, with what to do, a server
-// the run cannot replicate from or apply to, or warns of one it can but
-// where the user should know something. They only read (the privilege
-// probes change nothing): a refused run has written nothing to the target.
+// startchecks.go opens the source and the target of a replicate run and
+// checks them before the run starts, in the order openServers keeps: each
+// check refuses, with what to do, a server the run cannot replicate from or
+// apply to, or warns of one it can but where the user should know
+// something. They only read (the privilege probes change nothing), and they
+// all come before the relay folder is taken: a refused run has written
+// nothing to the target nor to the relay log. Checks of a kind of their own
+// live beside their kind: guards.go (the source as target, a shared relay
+// folder), galera.go (cluster nodes), progress.go (the source's binlog goes
+// on from the target's position).
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
+	"time"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 
+	"gapless/internal/apply"
 	"gapless/internal/binlog"
 	"gapless/internal/checkpoint"
 	"gapless/internal/dburl"
+	"gapless/internal/galera"
 	"gapless/internal/gtid"
 )
+
+// checkedServers are the source and the target of a run, open, with what
+// the checks found: the run is wired from them.
+type checkedServers struct {
+	source, target       *sql.DB
+	sourceCfg, targetCfg dburl.Config
+	sourceTLS            *tls.Config   // the source URL's tls parameter (nil: none)
+	sourceTimeout        time.Duration // its timeout parameter (0: the driver's)
+	sourceFormat         string        // the source's @@binlog_format
+	sourceID, targetID   serverIdentity
+	writeBinlog          bool        // applied transactions go to the target's binlog
+	keepGTID             bool        // ... and keep the source's GTIDs there
+	cluster              galera.Node // the target as a Galera node (On false: it is none)
+	// start is where the run starts when the target holds no position for
+	// the stream: --start-position, else the target's @@gtid_slave_pos in
+	// the domains the source has written, else nil (the source's first binlog).
+	start *gtid.MariaDBPosition
+}
+
+// openServers opens the source and the target and checks them. The order is
+// the one a user meets the messages in: the source alone first (a wrong
+// source URL is named before the target is reached), then the target beside
+// it, then the position the run starts from, then the GTIDs the target's
+// binlog gets. On an error what was opened is closed again.
+func openServers(ctx context.Context, f replicateFlags, in checkedFlags, logger *slog.Logger) (_ *checkedServers, err error) {
+	s := &checkedServers{} // not the result, which an error return sets to nil before the close
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if err = s.openSource(ctx, in.sourceURL, logger); err != nil {
+		return nil, err
+	}
+	if err = s.openTarget(ctx, in.targetURL, f.serverID, !f.noTargetBinlog, logger); err != nil {
+		return nil, err
+	}
+	if err = s.findStart(ctx, f.stream, in.start, in.until, logger); err != nil {
+		return nil, err
+	}
+	if err = s.checkTargetGTIDs(ctx, f.commitOrder); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// close closes the target's pool, then the source's.
+func (s *checkedServers) close() {
+	if s.target != nil {
+		s.target.Close()
+	}
+	if s.source != nil {
+		s.source.Close()
+	}
+}
+
+// openSource opens the source and checks it alone: the nodes its URL names,
+// its flavour and binlog, and its URL's tls and timeout parameters.
+func (s *checkedServers) openSource(ctx context.Context, url string, logger *slog.Logger) error {
+	db, cfg, err := dburl.Open(url, nil)
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	s.source, s.sourceCfg = db, cfg
+	if err := checkSourceNodes(ctx, db, cfg); err != nil {
+		return err
+	}
+	if s.sourceFormat, err = checkSource(ctx, db, cfg, logger); err != nil {
+		return err
+	}
+	if s.sourceTLS, err = cfg.TLS(); err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	if s.sourceTimeout, err = cfg.Timeout(0); err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	return nil
+}
+
+// openTarget opens the target and checks it beside the source: that it is
+// another server, that its own replica does not run from the source, that
+// its user may apply, and whether it writes a binlog and is a Galera node.
+// followTargetNodes comes first: on a node cut off from its cluster, any
+// other statement would wait for the cluster.
+func (s *checkedServers) openTarget(ctx context.Context, url string, serverID uint32, wantBinlog bool, logger *slog.Logger) error {
+	db, cfg, err := dburl.Open(url, targetParams)
+	if err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	s.target, s.targetCfg = db, cfg
+	followTargetNodes(ctx, db, cfg, logger)
+	if s.sourceID, s.targetID, err = checkServers(ctx, s.source, db, serverID); err != nil {
+		return err
+	}
+	if err := checkTargetReplica(ctx, db, s.sourceID, s.sourceCfg.Host, s.sourceCfg.Port); err != nil {
+		return err
+	}
+	if err := checkTargetPrivileges(ctx, db, cfg); err != nil {
+		return err
+	}
+	warnWithoutProcess(ctx, db, logger)
+	if s.writeBinlog, err = targetWritesBinlog(ctx, db, wantBinlog); err != nil {
+		return err
+	}
+	if s.cluster, err = checkGaleraTarget(ctx, db, s.writeBinlog, logger); err != nil {
+		return err
+	}
+	if s.writeBinlog && !s.cluster.On {
+		// A Galera node logs every change of a client session as rows.
+		warnRowTargetGetsStatements(ctx, s.sourceFormat, db, logger)
+	}
+	return nil
+}
+
+// findStart settles s.start from --start-position (refused while the target
+// holds another position) or the target's @@gtid_slave_pos, and checks that
+// the source's binlog goes on from the position the run continues from.
+func (s *checkedServers) findStart(ctx context.Context, stream string, start, until *gtid.MariaDBPosition, logger *slog.Logger) error {
+	if err := checkStartPosition(ctx, s.target, stream, start); err != nil {
+		return err
+	}
+	startOrigin := "--start-position"
+	if start == nil {
+		var err error
+		if start, err = targetSlavePos(ctx, s.target); err != nil {
+			return err
+		}
+		startOrigin = slavePosOrigin
+	}
+	written, err := sourceWritten(ctx, s.source)
+	if err != nil {
+		return err
+	}
+	if startOrigin == slavePosOrigin {
+		start = sourceDomainsOf(start, written, logger)
+	}
+	position, origin := appliedOrStart(ctx, s.target, stream, start, startOrigin)
+	if err := checkSourceContinues(written, position, origin, logger); err != nil {
+		return err
+	}
+	warnUntilUnseen(until, written, position, logger)
+	s.start = start
+	return nil
+}
+
+// checkTargetGTIDs settles whether the target's binlog keeps the source's
+// GTIDs, and where it does not, refuses a replication ring.
+func (s *checkedServers) checkTargetGTIDs(ctx context.Context, commitOrder string) error {
+	// Causal order commits a domain's transactions out of sequence, which a
+	// binlog in GTID strict mode refuses: the target writes them under GTIDs of its own.
+	// A Galera node gives a DDL the GTID its cluster chooses (galera.go).
+	s.keepGTID = s.writeBinlog && commitOrder == string(apply.Strict) && !s.cluster.On
+	if !s.writeBinlog || s.keepGTID {
+		return nil
+	}
+	if err := refuseRing(ctx, s.source, s.targetID.serverID); err != nil {
+		return err
+	}
+	if !s.cluster.On {
+		fmt.Fprintln(os.Stderr, "note: with --commit-order causal the target's binlog gets GTIDs of its own, not the source's")
+	}
+	return nil
+}
 
 // checkStartPosition refuses an explicit --start-position while the target
 // holds a position for the stream (the run would continue from that one),
