@@ -16,13 +16,13 @@ import (
 	"syscall"
 	"time"
 
-	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 
 	"gapless/internal/analyze"
 	"gapless/internal/apply"
 	"gapless/internal/binlog"
 	"gapless/internal/checkpoint"
+	"gapless/internal/dburl"
 	"gapless/internal/filter"
 	"gapless/internal/gtid"
 	"gapless/internal/schedule"
@@ -180,84 +180,25 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 		}
 	}()
 
-	level := slog.LevelWarn
-	if f.verbose {
-		level = slog.LevelInfo
-	}
-	logger := newLogger(os.Stderr, f.logFormat, level, f.stream)
-	// The driver's own complaints about dropped connections precede a retry;
-	// shown with -v only. Pools take the driver's logger when they are opened.
-	mysqldriver.SetLogger(slog.NewLogLogger(logger.Handler(), slog.LevelInfo))
-
+	logger := runLogger(f.logFormat, f.verbose, f.stream)
 	servers, err := openServers(ctx, f, in, logger)
 	if err != nil {
 		return err
 	}
 	defer servers.close()
-	serverID := f.serverID
-	if serverID == 0 {
-		h := fnv.New32a()
-		fmt.Fprintf(h, "%s:%d/%s", servers.targetCfg.Host, servers.targetCfg.Port, f.stream)
-		serverID = 1<<30 | h.Sum32()>>2
-	}
-
-	// Relay segments hold every row of the source: the files the relay log
-	// creates (in internal/binlog) are kept to their owner by the umask.
-	syscall.Umask(0o077)
-	relayLock, err := lockRelayDir(f.relayDir, f.stream)
+	relayLock, err := openRelayDir(f.relayDir, f.stream)
 	if err != nil {
 		return err
 	}
 	defer relayLock.release()
-	if err := checkRelayDir(f.relayDir); err != nil {
+
+	cfg := applyConfig(f, in, servers, logger)
+	fmt.Printf("replicating %s -> %s (stream %q, relay log %s)\n", servers.sourceCfg.Redacted(), servers.targetCfg.Redacted(), f.stream, f.relayDir)
+	stopProfiles, err := startProfiles(f.cpuProfile, f.memProfile)
+	if err != nil {
 		return err
 	}
-
-	batchBytes, batch := clusterBatch(servers.cluster, f.batch)
-	cfg := apply.Config{
-		Stream: f.stream,
-		Receiver: binlog.ReceiverConfig{
-			Host: servers.sourceCfg.Host, Port: uint16(servers.sourceCfg.Port), User: servers.sourceCfg.User, Password: servers.sourceCfg.Password,
-			ServerID: serverID, TLS: servers.sourceTLS, DialTimeout: servers.sourceTimeout, Logger: logger, Nodes: sourceNodes(servers.sourceCfg),
-		},
-		Relay:          binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize, Logger: logger, Source: servers.sourceID.String()},
-		Target:         servers.target,
-		TargetServerID: servers.targetID.serverID,
-		Session:        target.Options{KeepGTID: servers.keepGTID, WriteBinlog: servers.writeBinlog, Server: servers.targetCfg},
-		Workers:        f.workers,
-		BatchMax:       batch,
-		BatchBytes:     batchBytes,
-		Filter:         in.rules,
-		MaxQueued:      f.maxQueued,
-		Policy:         f.policy,
-		CommitOrder:    apply.CommitOrder(f.commitOrder),
-		Start:          servers.start,
-		Until:          in.until,
-		Skip:           in.skip,
-		Logger:         logger,
-	}
-	if f.progress > 0 {
-		cfg.ProgressEvery = f.progress
-		cfg.Progress = progressPrinter(in.until)
-	}
-	fmt.Printf("replicating %s -> %s (stream %q, relay log %s)\n", servers.sourceCfg.Redacted(), servers.targetCfg.Redacted(), f.stream, f.relayDir)
-	if f.cpuProfile != "" {
-		out, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer out.Close()
-		pprof.StartCPUProfile(out)
-		defer pprof.StopCPUProfile()
-	}
-	if f.memProfile != "" {
-		defer func() {
-			if out, err := os.Create(f.memProfile); err == nil {
-				pprof.Lookup("allocs").WriteTo(out, 0)
-				out.Close()
-			}
-		}()
-	}
+	defer stopProfiles()
 	tuneGC(f.maxQueued)
 	began := time.Now()
 	// runCtx, not ctx: the deferred check above reads ctx, and startHTTP
@@ -282,6 +223,78 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	}
 	printResult(res, time.Since(began), f.verbose)
 	return nil
+}
+
+// applyConfig wires the run from the flags and the checked servers: the
+// receiver dumps the source's binlog into the relay log, and the replica
+// applies it to the target.
+func applyConfig(f replicateFlags, in checkedFlags, servers *checkedServers, logger *slog.Logger) apply.Config {
+	src := servers.sourceCfg
+	batchBytes, batch := clusterBatch(servers.cluster, f.batch)
+	cfg := apply.Config{
+		Stream: f.stream,
+		Receiver: binlog.ReceiverConfig{
+			Host: src.Host, Port: uint16(src.Port), User: src.User, Password: src.Password,
+			ServerID: replicaServerID(f.serverID, servers.targetCfg, f.stream), TLS: servers.sourceTLS,
+			DialTimeout: servers.sourceTimeout, Logger: logger, Nodes: sourceNodes(src),
+		},
+		Relay:          binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize, Logger: logger, Source: servers.sourceID.String()},
+		Target:         servers.target,
+		TargetServerID: servers.targetID.serverID,
+		Session:        target.Options{KeepGTID: servers.keepGTID, WriteBinlog: servers.writeBinlog, Server: servers.targetCfg},
+		Workers:        f.workers,
+		BatchMax:       batch,
+		BatchBytes:     batchBytes,
+		Filter:         in.rules,
+		MaxQueued:      f.maxQueued,
+		Policy:         f.policy,
+		CommitOrder:    apply.CommitOrder(f.commitOrder),
+		Start:          servers.start,
+		Until:          in.until,
+		Skip:           in.skip,
+		Logger:         logger,
+	}
+	if f.progress > 0 {
+		cfg.ProgressEvery = f.progress
+		cfg.Progress = progressPrinter(in.until)
+	}
+	return cfg
+}
+
+// replicaServerID is the server id the receiver shows the source:
+// --server-id, else one derived from the target's address and the stream,
+// so that every run of a stream shows the same one.
+func replicaServerID(given uint32, target dburl.Config, stream string) uint32 {
+	if given != 0 {
+		return given
+	}
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s:%d/%s", target.Host, target.Port, stream)
+	return 1<<30 | h.Sum32()>>2
+}
+
+// startProfiles starts --cpuprofile and arms --memprofile (for gapless's
+// developers); the func it returns writes them at the run's end.
+func startProfiles(cpuProfile, memProfile string) (stop func(), err error) {
+	var cpuOut *os.File
+	if cpuProfile != "" {
+		if cpuOut, err = os.Create(cpuProfile); err != nil {
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		pprof.StartCPUProfile(cpuOut)
+	}
+	return func() {
+		if memProfile != "" {
+			if out, err := os.Create(memProfile); err == nil {
+				pprof.Lookup("allocs").WriteTo(out, 0)
+				out.Close()
+			}
+		}
+		if cpuOut != nil {
+			pprof.StopCPUProfile()
+			cpuOut.Close()
+		}
+	}, nil
 }
 
 // checkedFlags are replicate's flags read and checked, before any server
@@ -408,21 +421,6 @@ func parseOptionalPosition(flag, s string, given bool) (*gtid.MariaDBPosition, e
 		return nil, fmt.Errorf("%s: %s (want one GTID domain-server-sequence per domain, e.g. 0-1-51253,1-1-10)", flag, strings.TrimPrefix(err.Error(), "gtid: "))
 	}
 	return &p, nil
-}
-
-// checkRelayDir refuses a relay directory that cannot be created or written,
-// before anything is written to the target.
-func checkRelayDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("relay directory %s cannot be created: %v; choose another --relay-dir", dir, err)
-	}
-	probe, err := os.CreateTemp(dir, ".gapless-write-test-")
-	if err != nil {
-		return fmt.Errorf("relay directory %s is not writable: %v; choose another --relay-dir", dir, err)
-	}
-	probe.Close()
-	os.Remove(probe.Name())
-	return nil
 }
 
 // tuneGC trades memory for CPU: replication allocates a little for every
