@@ -161,6 +161,9 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
 	return cmd
 }
 
+// runReplicate is one replicate run: the flags checked, the source and the
+// target opened and checked, the relay folder taken (only then may anything
+// be written), the pieces wired, and the run to its end.
 func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	in, err := f.check()
 	if err != nil {
@@ -208,7 +211,13 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 		return err
 	}
 	running = true
-	res, err := apply.Run(runCtx, cfg)
+	return runAndReport(runCtx, cfg, finishHTTP, began, f.verbose)
+}
+
+// runAndReport runs the replica to its end (--until, a stop, or an error),
+// hands the outcome to the status server, and says where the run ended.
+func runAndReport(ctx context.Context, cfg apply.Config, finishHTTP func(apply.Result, error), began time.Time, verbose bool) error {
+	res, err := apply.Run(ctx, cfg)
 	if errors.Is(err, apply.ErrStoppedWhileStarting) {
 		// Stopped (SIGINT, SIGTERM, gapless stop) before the run began to
 		// apply: what it was opening gave up. Nothing is lost; the next run
@@ -221,7 +230,7 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	printResult(res, time.Since(began), f.verbose)
+	printResult(res, time.Since(began), verbose)
 	return nil
 }
 
