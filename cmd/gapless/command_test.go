@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"net"
+	"testing"
 
 	"github.com/spf13/cobra"
 )
@@ -16,4 +18,15 @@ func runCommand(cmd *cobra.Command, args ...string) (string, error) {
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	return out.String(), err
+}
+
+// closedAddr is a loopback address that nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

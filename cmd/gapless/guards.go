@@ -164,6 +164,38 @@ func lockRelayDir(dir, stream string) (*relayLock, error) {
 	return &relayLock{file: f}, nil
 }
 
+// openRelayDir takes the relay folder for the run, before anything is
+// written to the target. Relay segments hold every row of the source: the
+// files the relay log creates (in internal/binlog) are kept to their owner
+// by the umask.
+func openRelayDir(dir, stream string) (*relayLock, error) {
+	syscall.Umask(0o077)
+	lock, err := lockRelayDir(dir, stream)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRelayDir(dir); err != nil {
+		lock.release()
+		return nil, err
+	}
+	return lock, nil
+}
+
+// checkRelayDir refuses a relay directory that cannot be created or written,
+// before anything is written to the target.
+func checkRelayDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("relay directory %s cannot be created: %v; choose another --relay-dir", dir, err)
+	}
+	probe, err := os.CreateTemp(dir, ".gapless-write-test-")
+	if err != nil {
+		return fmt.Errorf("relay directory %s is not writable: %v; choose another --relay-dir", dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return nil
+}
+
 // release frees the lock; the file stays (removing it would race with a
 // process that opened it and waits to lock it).
 func (l *relayLock) release() {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -17,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 
 	"gapless/internal/analyze"
@@ -163,12 +161,14 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
 	return cmd
 }
 
+// runReplicate is one replicate run: the flags checked, the source and the
+// target opened and checked, the relay folder taken (only then may anything
+// be written), the pieces wired, and the run to its end.
 func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	in, err := f.check()
 	if err != nil {
 		return err
 	}
-	sourceURL, targetURL, rules, until, start, skip := in.sourceURL, in.targetURL, in.rules, in.until, in.start, in.skip
 
 	// A stop (SIGINT, SIGTERM, gapless stop) from here on is taken, not
 	// left to end the process: one while the checks below run ends them,
@@ -183,170 +183,40 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 		}
 	}()
 
-	level := slog.LevelWarn
-	if f.verbose {
-		level = slog.LevelInfo
-	}
-	logger := newLogger(os.Stderr, f.logFormat, level, f.stream)
-	// The driver's own complaints about dropped connections precede a retry;
-	// shown with -v only. Pools take the driver's logger when they are opened.
-	mysqldriver.SetLogger(slog.NewLogLogger(logger.Handler(), slog.LevelInfo))
-
-	srcDB, srcCfg, err := dburl.Open(sourceURL, nil)
-	if err != nil {
-		return fmt.Errorf("source: %w", err)
-	}
-	defer srcDB.Close()
-	if err := checkSourceNodes(ctx, srcDB, srcCfg); err != nil {
-		return err
-	}
-	sourceFormat, err := checkSource(ctx, srcDB, srcCfg, logger)
+	logger := runLogger(f.logFormat, f.verbose, f.stream)
+	servers, err := openServers(ctx, f, in, logger)
 	if err != nil {
 		return err
 	}
-	srcTLS, err := srcCfg.TLS()
-	if err != nil {
-		return fmt.Errorf("source: %w", err)
-	}
-	srcTimeout, err := srcCfg.Timeout(0)
-	if err != nil {
-		return fmt.Errorf("source: %w", err)
-	}
-	tgtDB, tgtCfg, err := dburl.Open(targetURL, targetParams)
-	if err != nil {
-		return fmt.Errorf("target: %w", err)
-	}
-	defer tgtDB.Close()
-	followTargetNodes(ctx, tgtDB, tgtCfg, logger)
-	source, targetID, err := checkServers(ctx, srcDB, tgtDB, f.serverID)
-	if err != nil {
-		return err
-	}
-	if err := checkTargetReplica(ctx, tgtDB, source, srcCfg.Host, srcCfg.Port); err != nil {
-		return err
-	}
-	if err := checkTargetPrivileges(ctx, tgtDB, tgtCfg); err != nil {
-		return err
-	}
-	warnWithoutProcess(ctx, tgtDB, logger)
-	writeBinlog, err := targetWritesBinlog(ctx, tgtDB, !f.noTargetBinlog)
-	if err != nil {
-		return err
-	}
-	cluster, err := checkGaleraTarget(ctx, tgtDB, writeBinlog, logger)
-	if err != nil {
-		return err
-	}
-	if writeBinlog && !cluster.On {
-		// A Galera node logs every change of a client session as rows.
-		warnRowTargetGetsStatements(ctx, sourceFormat, tgtDB, logger)
-	}
-	if err := checkStartPosition(ctx, tgtDB, f.stream, start); err != nil {
-		return err
-	}
-	startOrigin := "--start-position"
-	if start == nil {
-		start, err = targetSlavePos(ctx, tgtDB)
-		if err != nil {
-			return err
-		}
-		startOrigin = slavePosOrigin
-	}
-	written, err := sourceWritten(ctx, srcDB)
-	if err != nil {
-		return err
-	}
-	if startOrigin == slavePosOrigin {
-		start = sourceDomainsOf(start, written, logger)
-	}
-	position, origin := appliedOrStart(ctx, tgtDB, f.stream, start, startOrigin)
-	if err := checkSourceContinues(written, position, origin, logger); err != nil {
-		return err
-	}
-	warnUntilUnseen(until, written, position, logger)
-	// Causal order commits a domain's transactions out of sequence, which a
-	// binlog in GTID strict mode refuses: the target writes them under GTIDs of its own.
-	// A Galera node gives a DDL the GTID its cluster chooses (galera.go).
-	keepGTID := writeBinlog && f.commitOrder == string(apply.Strict) && !cluster.On
-	if writeBinlog && !keepGTID {
-		if err := refuseRing(ctx, srcDB, targetID.serverID); err != nil {
-			return err
-		}
-		if !cluster.On {
-			fmt.Fprintln(os.Stderr, "note: with --commit-order causal the target's binlog gets GTIDs of its own, not the source's")
-		}
-	}
-	serverID := f.serverID
-	if serverID == 0 {
-		h := fnv.New32a()
-		fmt.Fprintf(h, "%s:%d/%s", tgtCfg.Host, tgtCfg.Port, f.stream)
-		serverID = 1<<30 | h.Sum32()>>2
-	}
-
-	// Relay segments hold every row of the source: the files the relay log
-	// creates (in internal/binlog) are kept to their owner by the umask.
-	syscall.Umask(0o077)
-	relayLock, err := lockRelayDir(f.relayDir, f.stream)
+	defer servers.close()
+	relayLock, err := openRelayDir(f.relayDir, f.stream)
 	if err != nil {
 		return err
 	}
 	defer relayLock.release()
-	if err := checkRelayDir(f.relayDir); err != nil {
+
+	cfg := applyConfig(f, in, servers, logger)
+	fmt.Printf("replicating %s -> %s (stream %q, relay log %s)\n", servers.sourceCfg.Redacted(), servers.targetCfg.Redacted(), f.stream, f.relayDir)
+	stopProfiles, err := startProfiles(f.cpuProfile, f.memProfile)
+	if err != nil {
 		return err
 	}
-
-	batchBytes, batch := clusterBatch(cluster, f.batch)
-	cfg := apply.Config{
-		Stream: f.stream,
-		Receiver: binlog.ReceiverConfig{
-			Host: srcCfg.Host, Port: uint16(srcCfg.Port), User: srcCfg.User, Password: srcCfg.Password,
-			ServerID: serverID, TLS: srcTLS, DialTimeout: srcTimeout, Logger: logger, Nodes: sourceNodes(srcCfg),
-		},
-		Relay:          binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize, Logger: logger, Source: source.String()},
-		Target:         tgtDB,
-		TargetServerID: targetID.serverID,
-		Session:        target.Options{KeepGTID: keepGTID, WriteBinlog: writeBinlog, Server: tgtCfg},
-		Workers:        f.workers,
-		BatchMax:       batch,
-		BatchBytes:     batchBytes,
-		Filter:         rules,
-		MaxQueued:      f.maxQueued,
-		Policy:         f.policy,
-		CommitOrder:    apply.CommitOrder(f.commitOrder),
-		Start:          start,
-		Until:          until,
-		Skip:           skip,
-		Logger:         logger,
-	}
-	if f.progress > 0 {
-		cfg.ProgressEvery = f.progress
-		cfg.Progress = progressPrinter(until)
-	}
-	fmt.Printf("replicating %s -> %s (stream %q, relay log %s)\n", srcCfg.Redacted(), tgtCfg.Redacted(), f.stream, f.relayDir)
-	if f.cpuProfile != "" {
-		out, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer out.Close()
-		pprof.StartCPUProfile(out)
-		defer pprof.StopCPUProfile()
-	}
-	if f.memProfile != "" {
-		defer func() {
-			if out, err := os.Create(f.memProfile); err == nil {
-				pprof.Lookup("allocs").WriteTo(out, 0)
-				out.Close()
-			}
-		}()
-	}
+	defer stopProfiles()
 	tuneGC(f.maxQueued)
 	began := time.Now()
-	ctx, finishHTTP, err := startHTTP(ctx, f.http, &cfg, tgtCfg.Redacted(), srcCfg.Password, tgtCfg.Password)
+	// runCtx, not ctx: the deferred check above reads ctx, and startHTTP
+	// returns no context when it fails.
+	runCtx, finishHTTP, err := startHTTP(ctx, f.http, &cfg, servers.targetCfg.Redacted(), servers.sourceCfg.Password, servers.targetCfg.Password)
 	if err != nil {
 		return err
 	}
 	running = true
+	return runAndReport(runCtx, cfg, finishHTTP, began, f.verbose)
+}
+
+// runAndReport runs the replica to its end (--until, a stop, or an error),
+// hands the outcome to the status server, and says where the run ended.
+func runAndReport(ctx context.Context, cfg apply.Config, finishHTTP func(apply.Result, error), began time.Time, verbose bool) error {
 	res, err := apply.Run(ctx, cfg)
 	if errors.Is(err, apply.ErrStoppedWhileStarting) {
 		// Stopped (SIGINT, SIGTERM, gapless stop) before the run began to
@@ -360,8 +230,80 @@ func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	printResult(res, time.Since(began), f.verbose)
+	printResult(res, time.Since(began), verbose)
 	return nil
+}
+
+// applyConfig wires the run from the flags and the checked servers: the
+// receiver dumps the source's binlog into the relay log, and the replica
+// applies it to the target.
+func applyConfig(f replicateFlags, in checkedFlags, servers *checkedServers, logger *slog.Logger) apply.Config {
+	src := servers.sourceCfg
+	batchBytes, batch := clusterBatch(servers.cluster, f.batch)
+	cfg := apply.Config{
+		Stream: f.stream,
+		Receiver: binlog.ReceiverConfig{
+			Host: src.Host, Port: uint16(src.Port), User: src.User, Password: src.Password,
+			ServerID: replicaServerID(f.serverID, servers.targetCfg, f.stream), TLS: servers.sourceTLS,
+			DialTimeout: servers.sourceTimeout, Logger: logger, Nodes: sourceNodes(src),
+		},
+		Relay:          binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize, Logger: logger, Source: servers.sourceID.String()},
+		Target:         servers.target,
+		TargetServerID: servers.targetID.serverID,
+		Session:        target.Options{KeepGTID: servers.keepGTID, WriteBinlog: servers.writeBinlog, Server: servers.targetCfg},
+		Workers:        f.workers,
+		BatchMax:       batch,
+		BatchBytes:     batchBytes,
+		Filter:         in.rules,
+		MaxQueued:      f.maxQueued,
+		Policy:         f.policy,
+		CommitOrder:    apply.CommitOrder(f.commitOrder),
+		Start:          servers.start,
+		Until:          in.until,
+		Skip:           in.skip,
+		Logger:         logger,
+	}
+	if f.progress > 0 {
+		cfg.ProgressEvery = f.progress
+		cfg.Progress = progressPrinter(in.until)
+	}
+	return cfg
+}
+
+// replicaServerID is the server id the receiver shows the source:
+// --server-id, else one derived from the target's address and the stream,
+// so that every run of a stream shows the same one.
+func replicaServerID(given uint32, target dburl.Config, stream string) uint32 {
+	if given != 0 {
+		return given
+	}
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s:%d/%s", target.Host, target.Port, stream)
+	return 1<<30 | h.Sum32()>>2
+}
+
+// startProfiles starts --cpuprofile and arms --memprofile (for gapless's
+// developers); the func it returns writes them at the run's end.
+func startProfiles(cpuProfile, memProfile string) (stop func(), err error) {
+	var cpuOut *os.File
+	if cpuProfile != "" {
+		if cpuOut, err = os.Create(cpuProfile); err != nil {
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		pprof.StartCPUProfile(cpuOut)
+	}
+	return func() {
+		if memProfile != "" {
+			if out, err := os.Create(memProfile); err == nil {
+				pprof.Lookup("allocs").WriteTo(out, 0)
+				out.Close()
+			}
+		}
+		if cpuOut != nil {
+			pprof.StopCPUProfile()
+			cpuOut.Close()
+		}
+	}, nil
 }
 
 // checkedFlags are replicate's flags read and checked, before any server
@@ -486,211 +428,6 @@ func parseOptionalPosition(flag, s string, given bool) (*gtid.MariaDBPosition, e
 	p, err := gtid.ParseMariaDBPosition(s)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s (want one GTID domain-server-sequence per domain, e.g. 0-1-51253,1-1-10)", flag, strings.TrimPrefix(err.Error(), "gtid: "))
-	}
-	return &p, nil
-}
-
-// checkStartPosition refuses an explicit --start-position while the target
-// holds a position for the stream (the run would continue from that one),
-// unless the two are the same.
-func checkStartPosition(ctx context.Context, db *sql.DB, stream string, start *gtid.MariaDBPosition) error {
-	if start == nil {
-		return nil
-	}
-	applied, found, err := checkpoint.Existing(ctx, db, stream)
-	if err != nil || !found {
-		return err
-	}
-	if len(applied.Extra) == 0 && applied.Position.String() == start.String() {
-		return nil
-	}
-	return fmt.Errorf("--start-position %s: the target already holds position %s for stream %q, and replication continues from there; "+
-		"if the target was re-seeded from a backup, clear that position first with `gapless reset --target URL --stream %s`, then run again with --start-position; "+
-		"otherwise leave --start-position out",
-		start.String(), emptyAsNone(applied.Position.String()), stream, stream)
-}
-
-// checkSource refuses a source gapless cannot replicate from, with the
-// reason, and returns its binlog_format. It warns of one in STATEMENT
-// format: it is replicated as
-// MariaDB's replica replicates it, but a statement that MIXED would have
-// logged as rows (UUID(), a LIMIT without ORDER BY) can leave the target
-// different, on gapless's target as on MariaDB's replica.
-func checkSource(ctx context.Context, db *sql.DB, cfg dburl.Config, logger *slog.Logger) (format string, err error) {
-	flavor, version, err := binlog.ServerFlavor(ctx, db)
-	if err != nil {
-		return "", fmt.Errorf("source %s: %w", cfg.Addr(), err)
-	}
-	if flavor != binlog.FlavorMariaDB {
-		return "", fmt.Errorf("source %s runs %s: only MariaDB sources are replicated so far", cfg.Addr(), version)
-	}
-	var logBin int
-	err = db.QueryRowContext(ctx, "SELECT @@log_bin, @@global.binlog_format").Scan(&logBin, &format)
-	if err != nil {
-		return "", fmt.Errorf("source %s: read binlog settings: %w", cfg.Addr(), err)
-	}
-	if logBin == 0 {
-		return "", fmt.Errorf("source %s has no binlog (log_bin=OFF); start it with log_bin and binlog_format=ROW", cfg.Addr())
-	}
-	if strings.EqualFold(format, "STATEMENT") {
-		logger.Warn("the source writes binlog_format=STATEMENT: a statement unsafe for statement-based replication (UUID(), a LIMIT without ORDER BY, ...) can leave the target different from the source, as it can MariaDB's own replica; gapless warns at the first of each kind; SET GLOBAL binlog_format=MIXED on the source logs such statements as rows",
-			"source", cfg.Addr())
-	}
-	return format, nil
-}
-
-// checkRelayDir refuses a relay directory that cannot be created or written,
-// before anything is written to the target.
-func checkRelayDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("relay directory %s cannot be created: %v; choose another --relay-dir", dir, err)
-	}
-	probe, err := os.CreateTemp(dir, ".gapless-write-test-")
-	if err != nil {
-		return fmt.Errorf("relay directory %s is not writable: %v; choose another --relay-dir", dir, err)
-	}
-	probe.Close()
-	os.Remove(probe.Name())
-	return nil
-}
-
-// checkTargetPrivileges refuses a target user that cannot run the apply
-// session, naming every privilege it lacks, before anything is written to
-// the target. Each probe checks a privilege without changing the session.
-func checkTargetPrivileges(ctx context.Context, db *sql.DB, cfg dburl.Config) error {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("target %s: %w", cfg.Addr(), err)
-	}
-	defer conn.Close()
-	probes := []struct{ stmt, privilege, why string }{
-		{"SET @@session.sql_log_bin=@@session.sql_log_bin", "BINLOG ADMIN", "to keep applied transactions in or out of the target's binlog"},
-		{"BINLOG ''", "BINLOG REPLAY", "to replay row events under the source's GTIDs"},
-	}
-	var missing, grants []string
-	for _, p := range probes {
-		_, err := conn.ExecContext(ctx, p.stmt)
-		var me *mysqldriver.MySQLError
-		if errors.As(err, &me) && me.Number == 1227 {
-			missing = append(missing, fmt.Sprintf("%s (or SUPER) %s", p.privilege, p.why))
-			grants = append(grants, p.privilege)
-		}
-	}
-	account := fmt.Sprintf("'%s'", cfg.User)
-	var current string
-	if err := conn.QueryRowContext(ctx, "SELECT CURRENT_USER()").Scan(&current); err == nil {
-		if user, host, ok := strings.Cut(current, "@"); ok {
-			account = fmt.Sprintf("'%s'@'%s'", user, host)
-		}
-	}
-	if len(missing) == 0 {
-		return checkReadOnly(ctx, conn, cfg, account)
-	}
-	return fmt.Errorf("target %s: user %s lacks %s; on the target, GRANT %s ON *.* TO %s (it also needs the data privileges on the replicated schemas and on %s.*, e.g. GRANT ALL ON *.*); nothing was applied",
-		cfg.Addr(), account, strings.Join(missing, ", and "), strings.Join(grants, ", "), account, checkpoint.Schema)
-}
-
-// readOnlyProbe is refused by a read-only target before anything else is
-// checked (1290), and otherwise fails without changing anything: a table
-// cannot have two columns of one name.
-const readOnlyProbe = "CREATE TABLE " + checkpoint.Schema + ".read_only_probe (a INT, a INT)"
-
-// checkReadOnly refuses a target that is read-only (read_only=ON, as
-// replicas are often set) to a user without READ_ONLY ADMIN: every
-// transaction would fail. MariaDB's own replica writes despite read_only.
-func checkReadOnly(ctx context.Context, conn *sql.Conn, cfg dburl.Config, account string) error {
-	_, err := conn.ExecContext(ctx, readOnlyProbe)
-	var me *mysqldriver.MySQLError
-	if !errors.As(err, &me) || me.Number != 1290 || !strings.Contains(me.Message, "read-only") {
-		return nil
-	}
-	return fmt.Errorf("target %s is read-only (read_only=ON) and user %s may not write to it; on the target, GRANT READ_ONLY ADMIN ON *.* TO %s "+
-		"(on MariaDB 10.11, SUPER does not include it), or SET GLOBAL read_only=OFF; nothing was applied", cfg.Addr(), account, account)
-}
-
-// warnWithoutProcess warns when the target user cannot read InnoDB's lock
-// waits and dictionary, which takes the PROCESS privilege. The run works
-// without, but the watchdog is blind and foreign keys are read the slow way.
-func warnWithoutProcess(ctx context.Context, db *sql.DB, logger *slog.Logger) {
-	var n int
-	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS").Scan(&n)
-	var me *mysqldriver.MySQLError
-	if errors.As(err, &me) && me.Number == 1227 {
-		logger.Warn("the target user lacks the PROCESS privilege: a lock wait the policy could not foresee " +
-			"(a trigger on the target, for one) then lasts until innodb_lock_wait_timeout, and foreign keys are read " +
-			"from information_schema, which opens every table; GRANT PROCESS ON *.* TO the apply user")
-	}
-}
-
-// targetWritesBinlog reports whether applied transactions go to the target's binlog.
-func targetWritesBinlog(ctx context.Context, db *sql.DB, want bool) (bool, error) {
-	if !want {
-		return false, nil
-	}
-	var logBin int
-	if err := db.QueryRowContext(ctx, "SELECT @@log_bin").Scan(&logBin); err != nil {
-		return false, fmt.Errorf("target: %w", err)
-	}
-	return logBin == 1, nil
-}
-
-// warnRowTargetGetsStatements warns when the target's binlog_format is ROW
-// and sourceFormat is not: the apply sessions binlog in MIXED, so the
-// source's statements go to the target's binlog as statements, which a
-// reader of it that takes only row events (a CDC tool) would not see.
-// A target that cannot say is left alone.
-func warnRowTargetGetsStatements(ctx context.Context, sourceFormat string, tgt *sql.DB, logger *slog.Logger) {
-	var targetFormat string
-	if tgt.QueryRowContext(ctx, "SELECT @@global.binlog_format").Scan(&targetFormat) != nil {
-		return
-	}
-	if !strings.EqualFold(targetFormat, "ROW") || strings.EqualFold(sourceFormat, "ROW") {
-		return
-	}
-	logger.Warn("the target's binlog_format is ROW, but the source's is "+sourceFormat+": the changes the source logs as statements go to the target's binlog as those statements, not as rows "+
-		"(gapless binlogs the source's events as the source logged them, so that each source transaction stays one GTID group on the target), "+
-		"and a reader of the target's binlog that takes only row events (a CDC tool) would miss them; "+
-		"SET GLOBAL binlog_format=ROW on the source makes every change a row event in both binlogs",
-		"source format", sourceFormat, "target format", targetFormat)
-}
-
-// refuseRing refuses causal commit order with the target's binlog written
-// when the source has replicated from the target (its @@gtid_slave_pos
-// names the target's server id: a replication ring): the target would log
-// the source's transactions under its own server id, and the source's
-// replica would apply them a second time. The apply pipeline stops the same
-// way at the first of the target's groups that comes back (ownGroup).
-func refuseRing(ctx context.Context, src *sql.DB, targetServer uint32) error {
-	var s string
-	if err := src.QueryRowContext(ctx, "SELECT @@gtid_slave_pos").Scan(&s); err != nil || s == "" {
-		return nil // a source that cannot say: the pipeline's check remains
-	}
-	pos, err := gtid.ParseMariaDBPosition(s)
-	if err != nil {
-		return nil
-	}
-	for _, g := range pos.GTIDs() {
-		if g.Server == targetServer {
-			return fmt.Errorf("the source's @@gtid_slave_pos holds %s, written by the target (server id %d): the source replicates from the target (a replication ring), and under --commit-order causal the target would log the source's transactions under its own server id and GTIDs, which the source's replica takes for the target's writes and applies a second time; "+
-				"run with --commit-order strict (the default; the target then logs them under the source's GTIDs, which the source passes) or --no-target-binlog", g, targetServer)
-		}
-	}
-	return nil
-}
-
-// targetSlavePos is the target's @@gtid_slave_pos, the position a target
-// restored from a backup or replicated by the server itself carries.
-func targetSlavePos(ctx context.Context, db *sql.DB) (*gtid.MariaDBPosition, error) {
-	var s string
-	if err := db.QueryRowContext(ctx, "SELECT @@gtid_slave_pos").Scan(&s); err != nil {
-		return nil, fmt.Errorf("target: read @@gtid_slave_pos: %w", err)
-	}
-	if s == "" {
-		return nil, nil
-	}
-	p, err := gtid.ParseMariaDBPosition(s)
-	if err != nil {
-		return nil, fmt.Errorf("target: @@gtid_slave_pos: %w", err)
 	}
 	return &p, nil
 }

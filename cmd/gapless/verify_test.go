@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 
@@ -90,12 +89,7 @@ func TestVerifyCommandExitCodes(t *testing.T) {
 }
 
 func TestVerifyCommandConnectionErrors(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := closedAddr(t)
 	cases := []struct {
 		args []string
 		want string

@@ -248,6 +248,25 @@ func TestRefusesUnwritableRelayDir(t *testing.T) {
 	requireNothingApplied(t, sb, "w")
 }
 
+// TestRefusesAnHTTPAddressInUse: --http at an address another process
+// listens on is refused with the listen error, after the checks against
+// the servers and before anything is applied. (It once crashed gapless: the
+// stop-while-starting check read the context startHTTP had left nil.)
+func TestRefusesAnHTTPAddressInUse(t *testing.T) {
+	sb := upSandbox(t)
+	smallWorkload(t, sb, 20, 14)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	relay := filepath.Join(t.TempDir(), "relay")
+	r := gapless(t, nil, append(replicateArgs(sb.SourceURL, sb.TargetURL, relay),
+		"--until", binlogPos(t, sb.Primary), "--http", taken.Addr().String())...)
+	requireRefused(t, r, "--http", taken.Addr().String(), "address already in use")
+	requireNothingApplied(t, sb, "w")
+}
+
 func TestRefusesInvalidFlags(t *testing.T) {
 	sb := upSandbox(t)
 	relay := filepath.Join(t.TempDir(), "relay")
