@@ -33,7 +33,7 @@ func TestClusterStartsKillsAndRejoins(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM d.t").Scan(&n); err != nil {
-			t.Fatalf("node %d: %v", i+1, err)
+			t.Fatalf("node %d: %v; its error log ends with:\n%s", i+1, err, tailFile(c.Nodes[i].ErrorLog, 60))
 		}
 		return n
 	}
