@@ -537,6 +537,18 @@ func (r *jobRun) afterError(err error) (next, error) {
 		w.setState(StateRetrying, j)
 		w.log.Info("retrying after a transient target error", "gtid", txn.GTID(), "error", ae.Message, "retry", r.retries)
 		time.Sleep(time.Duration(r.retries) * 5 * time.Millisecond)
+		if w.session != nil && w.session.OnCluster() {
+			// A try cut off with a node that died may have been
+			// certified there: the position read on this node could
+			// miss it while its writeset was still on the way (a
+			// node answers a causal read from what it has delivered,
+			// without asking the others), and the try again then
+			// conflicts with it, here as 1213. The position, read
+			// again now that the writeset is in, says whether it ran.
+			if then, err := r.readPosition(); then != proceed {
+				return then, err
+			}
+		}
 		return tryAgain, nil
 	case r.lateRetry && !ae.Transient():
 		r.lateRetry = false

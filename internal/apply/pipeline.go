@@ -49,7 +49,7 @@ func (r *Replica) sessions(ctx context.Context, relay *binlog.RelayLog) (Result,
 // ends: it wires the stages together, and the coordinator's loop is the
 // session's life.
 func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, error) {
-	applied, err := r.store.Applied(ctx)
+	applied, err := r.readApplied(ctx)
 	if err != nil {
 		return Result{}, err
 	}

@@ -150,6 +150,9 @@ type Replica struct {
 	cfg   Config
 	log   *slog.Logger
 	store *checkpoint.Store
+	// settled says whether a Galera node read from holds what its
+	// cluster certified (settle.go); readApplied reads through it.
+	settled settler
 	// domainsApplied are the GTID domains this run has committed a
 	// transaction of (see target.Session.AppliedAlone).
 	domainsApplied sync.Map
@@ -357,7 +360,7 @@ func (r *Replica) readRunBefore(ctx context.Context) (err error) {
 // startPosition is where the run starts: the target's position, or, when
 // the target has none, --start-position, seeded there.
 func (r *Replica) startPosition(ctx context.Context) (checkpoint.Applied, error) {
-	applied, err := r.store.Applied(ctx)
+	applied, err := r.readApplied(ctx)
 	if err != nil {
 		return applied, err
 	}

@@ -377,7 +377,7 @@ func (w *worker) reconnect(ctx context.Context) error {
 }
 
 func (w *worker) applied(ctx context.Context, txn *binlog.Transaction) (bool, error) {
-	a, err := w.replica.store.Applied(ctx)
+	a, err := w.replica.readApplied(ctx)
 	if err != nil {
 		return false, err
 	}

@@ -175,28 +175,11 @@ const (
 // the stream, killing one that is still there after orphanPatience. The
 // caller holds the stream's lock, so no other applier's worker can.
 func SettleSlots(ctx context.Context, db *sql.DB, stream string, from, to int, warn func(string)) error {
-	names := make([]any, 0, to-from)
-	calls := make([]string, 0, to-from)
-	for slot := from; slot < to; slot++ {
-		names = append(names, SlotLockName(stream, slot))
-		calls = append(calls, "IS_USED_LOCK(?)")
-	}
-	query := "SELECT " + strings.Join(calls, ", ")
 	began, killed := time.Now(), map[int64]bool{}
 	for {
-		held := make([]sql.NullInt64, len(names))
-		dest := make([]any, len(names))
-		for i := range held {
-			dest[i] = &held[i]
-		}
-		if err := db.QueryRowContext(ctx, query, names...).Scan(dest...); err != nil {
-			return fmt.Errorf("target: read the worker locks of stream %q: %w", stream, err)
-		}
-		var orphans []int64
-		for _, h := range held {
-			if h.Valid {
-				orphans = append(orphans, h.Int64)
-			}
+		orphans, err := slotHolders(ctx, db, stream, from, to)
+		if err != nil {
+			return err
 		}
 		if len(orphans) == 0 {
 			return nil
@@ -212,7 +195,7 @@ func SettleSlots(ctx context.Context, db *sql.DB, stream string, from, to int, w
 				}
 				killed[id] = true
 				warn(fmt.Sprintf("connection %d of an earlier applier of stream %q is still open on the target after %s; killing it (what it had not committed rolls back)", id, stream, orphanPatience))
-				if _, err := db.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id)); err != nil && mysqlCode(err) != 1094 { // 1094: already gone
+				if err := kill(ctx, db, id); err != nil {
 					return fmt.Errorf("connection %d of an earlier applier of stream %q is still open on the target, and may still commit; killing it: %w; end it (KILL CONNECTION %d) and run again", id, stream, err, id)
 				}
 			}
@@ -223,4 +206,72 @@ func SettleSlots(ctx context.Context, db *sql.DB, stream string, from, to int, w
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// EndSlots ends, on the server of db, every connection that holds a worker
+// slot lock of the stream, and waits until none is left: a node of a
+// cluster that this run's connections left, one of which may still commit
+// what the run then applies again on another node. It returns the
+// connections ended.
+func EndSlots(ctx context.Context, db *sql.DB, stream string) ([]int64, error) {
+	killed := map[int64]bool{}
+	var ended []int64
+	for {
+		holders, err := slotHolders(ctx, db, stream, 0, MaxSlots)
+		if err != nil {
+			return ended, err
+		}
+		if len(holders) == 0 {
+			return ended, nil
+		}
+		for _, id := range holders {
+			if killed[id] {
+				continue
+			}
+			killed[id] = true
+			ended = append(ended, id)
+			if err := kill(ctx, db, id); err != nil {
+				return ended, fmt.Errorf("target: end connection %d of stream %q: %w", id, stream, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ended, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// slotHolders are the connections that hold the slot locks [from, to) of
+// the stream on the server of db.
+func slotHolders(ctx context.Context, db *sql.DB, stream string, from, to int) ([]int64, error) {
+	names := make([]any, 0, to-from)
+	calls := make([]string, 0, to-from)
+	for slot := from; slot < to; slot++ {
+		names = append(names, SlotLockName(stream, slot))
+		calls = append(calls, "IS_USED_LOCK(?)")
+	}
+	held := make([]sql.NullInt64, len(names))
+	dest := make([]any, len(names))
+	for i := range held {
+		dest[i] = &held[i]
+	}
+	if err := db.QueryRowContext(ctx, "SELECT "+strings.Join(calls, ", "), names...).Scan(dest...); err != nil {
+		return nil, fmt.Errorf("target: read the worker locks of stream %q: %w", stream, err)
+	}
+	var holders []int64
+	for _, h := range held {
+		if h.Valid {
+			holders = append(holders, h.Int64)
+		}
+	}
+	return holders, nil
+}
+
+// kill ends connection id; one already gone (1094) is no error.
+func kill(ctx context.Context, db *sql.DB, id int64) error {
+	if _, err := db.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id)); err != nil && mysqlCode(err) != 1094 {
+		return err
+	}
+	return nil
 }

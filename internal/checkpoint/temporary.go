@@ -157,3 +157,26 @@ func clearTemporaries(ctx context.Context, conn *sql.Conn, db *sql.DB, stream st
 	}
 	return len(kept), nil
 }
+
+// Settle writes the stream's running mark again (MarkRunning's row, which
+// must exist), a write the target's cluster orders after everything its
+// node received before: on a Galera node it returns once every writeset
+// certified before it, by any node, a dead one included, is delivered
+// there or dropped by all. A position read after it is the cluster's. A
+// causal read (wsrep_sync_wait) alone is not enough: the node answers it
+// from what it has delivered, and the last writeset of a node that just
+// died is delivered only when the others have agreed on its death.
+func (s *Store) Settle(ctx context.Context) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	defer Discard(conn)
+	if _, err := conn.ExecContext(ctx, "SET @@session.sql_log_bin=0"); err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "UPDATE "+Schema+"."+TemporaryTable+" SET saved_at = UTC_TIMESTAMP(6) WHERE stream = ? AND copy = ?", s.stream, runningMark); err != nil {
+		return fmt.Errorf("target: write %s.%s: %w", Schema, TemporaryTable, err)
+	}
+	return nil
+}

@@ -331,6 +331,23 @@ func Open(url string, params map[string]string) (*sql.DB, Config, error) {
 	return db, cfg, nil
 }
 
+// OpenNode opens a pool to one node, addr (host:port), of a URL's node
+// list, whichever node the list names current; nothing is checked until
+// it is used.
+func (c Config) OpenNode(addr string) (*sql.DB, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	one := c
+	one.Nodes = nil
+	one.Host = host
+	if one.Port, err = strconv.Atoi(port); err != nil {
+		return nil, fmt.Errorf("bad port in node %s: %w", addr, err)
+	}
+	return one.openPool(nil)
+}
+
 // openPool opens the pool of cfg's server, or, for a node list, of the
 // current node (connector).
 func (c Config) openPool(params map[string]string) (*sql.DB, error) {

@@ -169,6 +169,18 @@ func TestURLOfSeveralNodes(t *testing.T) {
 	if cfg.DialAddr() != "10.0.0.2:3306" || cfg.Nodes.Switches() != 1 || len(moves) != 1 {
 		t.Fatalf("after one failure: at %s, %d switches, moves %v", cfg.DialAddr(), cfg.Nodes.Switches(), moves)
 	}
+	cfg.Nodes.Failed("10.0.0.2:3306", "refused")
+	cfg.Nodes.Failed("[::1]:3307", "refused")
+	cfg.Nodes.Failed("10.0.0.1:3306", "refused")
+	if left := strings.Join(cfg.Nodes.Left(0), " "); left != "10.0.0.1:3306 10.0.0.2:3306 [::1]:3307" {
+		t.Errorf("left since the start: %s", left)
+	}
+	if left := strings.Join(cfg.Nodes.Left(2), " "); left != "[::1]:3307 10.0.0.1:3306" {
+		t.Errorf("left since the second move: %s", left)
+	}
+	if left := cfg.Nodes.Left(4); len(left) != 0 {
+		t.Errorf("left since the last move: %v", left)
+	}
 	again, err := Parse(cfg.URL())
 	if err != nil || again.Nodes == nil || len(again.Nodes.Addrs()) != 3 {
 		t.Fatalf("URL() %q parsed again: %v %v", cfg.URL(), again, err)

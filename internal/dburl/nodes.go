@@ -31,7 +31,8 @@ type Nodes struct {
 
 	mu       sync.Mutex
 	current  int // index in addrs of the node connections go to
-	switches int // moves from one node to another
+	switches int      // moves from one node to another
+	left     []string // the node each move left, in order (len switches)
 	// onSwitch, when set, hears each move (from, to, why).
 	onSwitch func(from, to, why string)
 
@@ -106,6 +107,22 @@ func (n *Nodes) Switches() int {
 	return n.switches
 }
 
+// Left are the nodes the moves after the first since left, in order, each
+// once.
+func (n *Nodes) Left(since int) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	seen := map[string]bool{}
+	for _, addr := range n.left[min(max(since, 0), len(n.left)):] {
+		if !seen[addr] {
+			seen[addr] = true
+			out = append(out, addr)
+		}
+	}
+	return out
+}
+
 // OnSwitch has f hear each move to another node.
 func (n *Nodes) OnSwitch(f func(from, to, why string)) {
 	n.mu.Lock()
@@ -125,6 +142,7 @@ func (n *Nodes) Failed(addr, why string) {
 	from := addr
 	n.current = (n.current + 1) % len(n.addrs)
 	n.switches++
+	n.left = append(n.left, from)
 	to, f := n.addrs[n.current], n.onSwitch
 	n.mu.Unlock()
 	if f != nil {

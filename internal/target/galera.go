@@ -51,6 +51,11 @@ func (s *Session) readCluster() error {
 	return nil
 }
 
+// OnCluster reports whether the session's node is a node of a Galera
+// cluster, where a transaction certified by a node that then died may
+// reach this one only after a read of the position said it had not.
+func (s *Session) OnCluster() bool { return s.cluster.On }
+
 // withSourceAutoIncrement gives a statement of the source the
 // auto-increment settings the source ran it with, on a node that resets
 // the session's before each statement.

@@ -1,0 +1,119 @@
+// settle.go reads the applied position on a target that is a Galera
+// cluster only once the node read from holds everything the cluster
+// certified: after the run's start, and after each move to another node.
+//
+// A node that dies right after it certified a batch (its commit in flight,
+// its answer lost with it) has sent the batch's writeset to the others,
+// who deliver it only once they agree it is in, at worst when they agree
+// the node is gone. Read before that, the position lacks the batch, the
+// batch runs again, and, on rows the writeset then changed, applies twice.
+// checkpoint.Store.Settle is a write the cluster orders after the
+// writeset: once it commits, the read is exact.
+//
+// A node left that still lives (a donor of a state transfer, one whose
+// client connections dropped) is the other case: a connection of the run
+// there, cut off from gapless amid a COMMIT the node had yet to run, may
+// still commit after the position was read elsewhere. Before the read,
+// every connection of the stream that holds a worker's slot on a node left
+// is ended there (checkpoint.EndSlots), as a lone server's orphans are at a
+// run's start. A node that cannot be reached, or is out of the primary
+// component, commits nothing.
+package apply
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"gapless/internal/checkpoint"
+	"gapless/internal/galera"
+	"gapless/internal/target"
+)
+
+// settler remembers whether the target's node has been settled since the
+// last move.
+type settler struct {
+	mu      sync.Mutex
+	cluster bool // the target is a node of a Galera cluster (known once checked)
+	checked bool
+	at      int // the node list's moves when last settled; -1 before the first
+}
+
+// readApplied reads the stream's applied position, settling the target's
+// node first where it is a node of a Galera cluster.
+func (r *Replica) readApplied(ctx context.Context) (checkpoint.Applied, error) {
+	if err := r.settle(ctx); err != nil {
+		return checkpoint.Applied{}, err
+	}
+	return r.store.Applied(ctx)
+}
+
+func (r *Replica) settle(ctx context.Context) error {
+	s := &r.settled
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.checked {
+		node, err := galera.ReadDB(ctx, r.cfg.Target)
+		if err != nil {
+			return fmt.Errorf("target: %w", err)
+		}
+		s.cluster, s.checked, s.at = node.On, true, -1
+	}
+	if !s.cluster {
+		return nil
+	}
+	moves := 0
+	if nodes := r.cfg.Session.Server.Nodes; nodes != nil {
+		moves = nodes.Switches()
+	}
+	if moves == s.at {
+		return nil
+	}
+	if s.at >= 0 {
+		for _, addr := range r.cfg.Session.Server.Nodes.Left(s.at) {
+			if err := r.endConnectionsOn(ctx, addr); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.store.Settle(ctx); err != nil {
+		return err
+	}
+	s.at = moves
+	return nil
+}
+
+// nodeLeftTimeout bounds the talk with a node left: one that does not
+// answer within it is taken for dead.
+const nodeLeftTimeout = 5 * time.Second
+
+// endConnectionsOn ends the stream's worker connections on addr, a node
+// the run left, unless the node is gone or out of the primary component.
+func (r *Replica) endConnectionsOn(ctx context.Context, addr string) error {
+	db, err := r.cfg.Session.Server.OpenNode(addr)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, nodeLeftTimeout)
+	defer cancel()
+	node, err := galera.ReadDB(ctx, db)
+	if err != nil || node.ClusterStatus != "Primary" {
+		// Dead, unreachable or cut off: nothing of the run commits there.
+		r.log.Debug("the node left commits nothing of the run", "node", addr, "error", err, "cluster status", node.ClusterStatus)
+		return nil
+	}
+	ended, err := checkpoint.EndSlots(ctx, db, r.cfg.Stream)
+	if len(ended) > 0 {
+		r.log.Info("ended the run's connections on the node it left, before reading the position on the next", "node", addr, "connections", ended)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case target.Lost(err):
+		r.log.Debug("the node left went away while its connections were ended", "node", addr, "error", err)
+		return nil
+	}
+	return fmt.Errorf("the run's connections on %s, a node it left, did not end (one may still commit there; the position is read once they have): %w", addr, err)
+}
