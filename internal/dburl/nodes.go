@@ -30,7 +30,7 @@ type Nodes struct {
 	addrs []string // host:port, in the URL's order
 
 	mu       sync.Mutex
-	current  int // index in addrs of the node connections go to
+	current  int      // index in addrs of the node connections go to
 	switches int      // moves from one node to another
 	left     []string // the node each move left, in order (len switches)
 	// onSwitch, when set, hears each move (from, to, why).
