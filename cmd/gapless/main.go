@@ -20,6 +20,20 @@ type exitError struct {
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
+
+// exitUsage is the exit code of a command line or an option file that is
+// wrong: running again changes nothing, and the service unit does not
+// restart it (RestartPreventExitStatus).
+const exitUsage = 2
+
+// usageError makes err, about the command line or an option file, end the
+// command with exitUsage.
+func usageError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: exitUsage, err: err}
+}
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
@@ -45,6 +59,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.AddCommand(
 		newReplicateCmd(),
 		newStatusCmd(),

@@ -68,7 +68,7 @@ func readsOptionFiles(cmd *cobra.Command, o *optionFiles) {
 	run := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := o.load(cmd.Flags(), cmd.ErrOrStderr()); err != nil {
-			return err
+			return usageError(err)
 		}
 		if o.printDefaults {
 			o.print(cmd.OutOrStdout(), cmd.Flags(), cmd.CommandPath())

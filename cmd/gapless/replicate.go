@@ -167,7 +167,7 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
 func runReplicate(ctx context.Context, f replicateFlags) (err error) {
 	in, err := f.check()
 	if err != nil {
-		return err
+		return usageError(err)
 	}
 
 	// A stop (SIGINT, SIGTERM, gapless stop) from here on is taken, not

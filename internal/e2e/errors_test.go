@@ -293,7 +293,11 @@ func TestRefusesInvalidFlags(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			requireRefused(t, gapless(t, noEnv, c.args...), c.words...)
+			r := gapless(t, noEnv, c.args...)
+			requireRefused(t, r, c.words...)
+			if r.code != 2 {
+				t.Errorf("exit %d, want 2 (a wrong command line, which the service unit does not restart)", r.code)
+			}
 		})
 	}
 	if _, err := os.Stat(relay); err == nil {
