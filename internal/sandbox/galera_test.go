@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -51,5 +53,12 @@ func TestClusterStartsKillsAndRejoins(t *testing.T) {
 	}
 	if n := count(1); n != 2 {
 		t.Fatalf("node 2 holds %d rows after rejoining, want 2", n)
+	}
+	// It rejoined from the position its storage recovered, by an
+	// incremental transfer: only its first join copied the whole state.
+	if b, err := os.ReadFile(c.Nodes[1].ErrorLog); err != nil {
+		t.Fatal(err)
+	} else if n := strings.Count(string(b), "SST completed on joiner"); n != 1 {
+		t.Errorf("node 2 received %d full state transfers, want 1 (its first join); its error log ends with:\n%s", n, tailFile(c.Nodes[1].ErrorLog, 40))
 	}
 }
