@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -112,6 +113,54 @@ taken whole (one transaction at a time), which the report says.`,
 }
 
 func runAnalyze(ctx context.Context, cmd *cobra.Command, args []string, f analyzeFlags) error {
+	if err := f.resolveServers(); err != nil {
+		return err
+	}
+	opts := analyze.Options{Workers: f.workers, Policies: f.policies, Cost: f.cost, Batch: f.batch, From: f.from, Until: f.until}
+	// The input first: a mistake there is said before a calibration runs.
+	paths, err := f.input(args, &opts)
+	if err != nil {
+		return usageError(err)
+	}
+	var calibration *analyze.Calibration
+	if f.calibrate != "" {
+		for _, name := range []string{"cost-commit", "cost-txn", "cost-row", "cost-kib", "capacity"} {
+			if cmd.Flags().Changed(name) {
+				return usageError(fmt.Errorf("--%s and --calibrate: give one or the other", name))
+			}
+		}
+		if calibration, err = analyze.Calibrate(ctx, f.calibrate, analyze.CalibrateConfig{Connections: f.calibrateConns}); err != nil {
+			return err
+		}
+		opts.Cost = calibration.Cost
+	}
+	if f.schemaFrom != "" {
+		db, _, err := dburl.Open(f.schemaFrom, nil)
+		if err != nil {
+			return fmt.Errorf("--schema-from: %w", err)
+		}
+		defer db.Close()
+		opts.SchemaFrom = db
+	}
+	// The analysis allocates much and keeps little: collect less often.
+	debug.SetGCPercent(200)
+
+	var report *analyze.Report
+	if f.source != "" {
+		report, err = analyze.Source(ctx, analyze.SourceConfig{URL: f.source, From: f.from, Last: f.last, ServerID: f.serverID}, opts)
+	} else {
+		report, err = analyze.Files(ctx, paths, opts)
+	}
+	if err != nil {
+		return err
+	}
+	report.Calibration = calibration
+	return f.write(cmd.OutOrStdout(), report)
+}
+
+// resolveServers turns the server flags (with their password flags and
+// option files) into URLs.
+func (f *analyzeFlags) resolveServers() error {
 	if f.sourceServer.given() {
 		_, url, err := f.sourceServer.resolve()
 		if err != nil {
@@ -136,71 +185,41 @@ func runAnalyze(ctx context.Context, cmd *cobra.Command, args []string, f analyz
 		}
 		f.schemaFrom = url
 	}
-	opts := analyze.Options{Workers: f.workers, Policies: f.policies, Cost: f.cost, Batch: f.batch, From: f.from, Until: f.until}
+	return nil
+}
+
+// input checks what to analyze, files or a live source, and returns the
+// files.
+func (f analyzeFlags) input(args []string, opts *analyze.Options) ([]string, error) {
 	if f.batch < 1 || f.batch > 10000 {
-		return fmt.Errorf("--batch %d: want 1 to 10000", f.batch)
+		return nil, fmt.Errorf("--batch %d: want 1 to 10000", f.batch)
 	}
-	// The input first: a mistake there is said before a calibration runs.
 	var paths []string
 	switch {
 	case f.source != "" && len(args) > 0:
-		return errors.New("give either binlog files or --source, not both")
+		return nil, errors.New("give either binlog files or --source, not both")
 	case f.source != "":
 		opts.From = "" // the dump starts there
 	case f.last != 0:
-		return errors.New("--last needs --source (with files, use --from and --until)")
+		return nil, errors.New("--last needs --source (with files, use --from and --until)")
 	case len(args) == 0:
-		return errors.New("give binlog files to analyze (e.g. /var/lib/mysql/mariadb-bin.0000*), or --source URL")
+		return nil, errors.New("give binlog files to analyze (e.g. /var/lib/mysql/mariadb-bin.0000*), or --source URL")
 	default:
 		var err error
 		if paths, err = expandPaths(args); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if err := opts.Check(); err != nil {
-		return err
-	}
-	var calibration *analyze.Calibration
-	if f.calibrate != "" {
-		for _, name := range []string{"cost-commit", "cost-txn", "cost-row", "cost-kib", "capacity"} {
-			if cmd.Flags().Changed(name) {
-				return fmt.Errorf("--%s and --calibrate: give one or the other", name)
-			}
-		}
-		var err error
-		if calibration, err = analyze.Calibrate(ctx, f.calibrate, analyze.CalibrateConfig{Connections: f.calibrateConns}); err != nil {
-			return err
-		}
-		opts.Cost = calibration.Cost
-	}
-	if f.schemaFrom != "" {
-		db, _, err := dburl.Open(f.schemaFrom, nil)
-		if err != nil {
-			return fmt.Errorf("--schema-from: %w", err)
-		}
-		defer db.Close()
-		opts.SchemaFrom = db
-	}
-	// The analysis allocates much and keeps little: collect less often.
-	debug.SetGCPercent(200)
+	return paths, opts.Check()
+}
 
-	var report *analyze.Report
-	var err error
-	if f.source != "" {
-		report, err = analyze.Source(ctx, analyze.SourceConfig{URL: f.source, From: f.from, Last: f.last, ServerID: f.serverID}, opts)
-	} else {
-		report, err = analyze.Files(ctx, paths, opts)
-	}
-	if err != nil {
-		return err
-	}
-	report.Calibration = calibration
+// write prints the report as text or JSON, and writes its HTML form.
+func (f analyzeFlags) write(out io.Writer, report *analyze.Report) error {
 	if f.html != "" {
 		if err := writeHTMLReport(f.html, report); err != nil {
 			return err
 		}
 	}
-	out := cmd.OutOrStdout()
 	if f.json {
 		return report.WriteJSON(out)
 	}
