@@ -359,8 +359,8 @@ func benchWorkload(ctx context.Context, fl *fleet, pt *preparedTables, o options
 	if err != nil {
 		return nil, false, err
 	}
-	fmt.Printf("%s: %d transactions in %.1f s on the primary (%.0f/s), %s of binlog\n",
-		w.ID, rec.Transactions, rec.PrimarySeconds, float64(rec.Transactions)/rec.PrimarySeconds, megabytes(rec.BinlogBytes))
+	fmt.Printf("%s: %d transactions in %.1f s on the primary (%.0f/s)%s, %s of binlog\n",
+		w.ID, rec.Transactions, rec.PrimarySeconds, float64(rec.Transactions)/rec.PrimarySeconds, rec.rowChangesText(), megabytes(rec.BinlogBytes))
 	gaplessBin, err := filepath.Abs(o.gapless)
 	if err != nil {
 		return nil, false, err
