@@ -43,9 +43,9 @@ test-unit:
 demo: deps build
 	./scripts/demo.sh
 
-# gapless against MariaDB's own replication (bench/): W1-W10 (W7-W9 sized so
-# the fastest contender needs 20 s), a few contenders each, median of 3 runs
-# (under an hour); bench-quick: W1 and W2 at 150 000 transactions, six
+# gapless against MariaDB's own replication (bench/): W1-W11 (W7-W9 and W11
+# sized so the fastest contender needs 20 s), a few contenders each, median of
+# 3 runs (about an hour); bench-quick: W1 and W2 at 150 000 transactions, six
 # contenders, one run (under 10 minutes). Extra flags: make bench BENCH_FLAGS=--fast
 bench: deps build
 	BENCH_COMMAND="make bench$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" $(GO) run ./bench $(BENCH_FLAGS)

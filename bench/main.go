@@ -4,7 +4,7 @@
 // and writes a markdown report and a PNG chart to bench/results.
 //
 //	go run ./bench --quick      # make bench-quick: W1 and W2 at 25 times their size, six contenders, one run
-//	go run ./bench              # make bench: W1-W10 and W1G, a few contenders each, three runs
+//	go run ./bench              # make bench: W1-W11, W7B, W11F and W1G, a few contenders each, three runs
 //	go run ./bench --workloads W1G --runs 1   # W1 into a 3-node Galera cluster, and gapless through the kill of a node
 //	go run ./bench --workloads W7,W7B --runs 1 --scale 0.1 --workdir /tmp/bench   # a short look
 //
@@ -28,13 +28,14 @@ import (
 	"gapless/internal/sandbox"
 )
 
-// Sizes and contenders are chosen so that make bench stays under an hour and
+// Sizes and contenders are chosen so that make bench lasts about an hour and
 // make bench-quick under 10 minutes on the 2-core development machine, while
 // the workloads where parallel apply is the lever (W7, W7B, W8, W9) and the
 // quick set each last at least 20 s for their fastest contender, so that
 // start-up is a small part of every figure. That cannot hold for every
-// workload and every contender three times within the hour, so:
-//   - W7-W9 are sized for 20 s and run a few contenders each (workload.go);
+// workload and every contender three times in an hour, so:
+//   - W7-W9, W11 and W11F are sized for 20 s and run a few contenders each
+//     (workload.go);
 //   - W1-W6, W1M and W2M keep their former 4 000-6 000 transactions (about a
 //     second per run): a check that nothing regressed, not a measure of speed;
 //   - W10 has W1's 6 000 transactions too, on MyISAM: 24 000 groups that run
@@ -359,8 +360,8 @@ func benchWorkload(ctx context.Context, fl *fleet, pt *preparedTables, o options
 	if err != nil {
 		return nil, false, err
 	}
-	fmt.Printf("%s: %d transactions in %.1f s on the primary (%.0f/s), %s of binlog\n",
-		w.ID, rec.Transactions, rec.PrimarySeconds, float64(rec.Transactions)/rec.PrimarySeconds, megabytes(rec.BinlogBytes))
+	fmt.Printf("%s: %d transactions in %.1f s on the primary (%.0f/s)%s, %s of binlog\n",
+		w.ID, rec.Transactions, rec.PrimarySeconds, float64(rec.Transactions)/rec.PrimarySeconds, rec.rowChangesText(), megabytes(rec.BinlogBytes))
 	gaplessBin, err := filepath.Abs(o.gapless)
 	if err != nil {
 		return nil, false, err

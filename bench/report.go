@@ -117,8 +117,8 @@ func (wr *workloadResult) perSecond(r *result) float64 {
 // CPU floor.
 func (wr *workloadResult) markdownTable(cores int) string {
 	var b strings.Builder
-	b.WriteString("| contender | seconds, median [min–max] | CPU floor, s (time ÷ floor) | CPU s, target + applier | transactions/s | vs MariaDB's best | equal |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| contender | seconds, median [min–max] | CPU floor, s (time ÷ floor) | CPU s, target + applier | gapless CPU per transaction / row change | transactions/s | vs MariaDB's best | equal |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range wr.Results {
 		s := r.stats()
 		secs, floor, cpu, tps, ratio := "—", "—", "—", "—", "—"
@@ -145,11 +145,35 @@ func (wr *workloadResult) markdownTable(cores int) string {
 			}
 		}
 		label := strings.ReplaceAll(r.Contender.Label, "|", `\|`)
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", label, secs, floor, cpu, tps, ratio, s.equalCell())
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", label, secs, floor, cpu, wr.gaplessCPU(r), tps, ratio, s.equalCell())
 	}
 	b.WriteString(wr.linkNotes())
 	b.WriteString(wr.failoverNotes())
 	return b.String()
+}
+
+// gaplessCPU is a gapless contender's own CPU (the median of its counted
+// runs') per transaction of the recording and per row change of its row
+// events; "—" for other contenders, whose CPU is the target's or a client's.
+func (wr *workloadResult) gaplessCPU(r *result) string {
+	s := r.stats()
+	if r.Contender.Kind != "gapless" || s.Counted == 0 || s.ApplierCPU == 0 || wr.Rec.Transactions == 0 {
+		return "—"
+	}
+	cell := microseconds(s.ApplierCPU / float64(wr.Rec.Transactions))
+	if wr.Rec.RowChanges > 0 {
+		cell += " / " + microseconds(s.ApplierCPU/float64(wr.Rec.RowChanges))
+	}
+	return cell
+}
+
+// microseconds writes seconds as µs, with a decimal below 100.
+func microseconds(seconds float64) string {
+	us := 1e6 * seconds
+	if us < 100 {
+		return fmt.Sprintf("%.1f µs", us)
+	}
+	return fmt.Sprintf("%.0f µs", us)
 }
 
 // failoverNotes say, for each failover contender, how long gapless took to
@@ -246,9 +270,9 @@ func (rp *report) markdown() string {
 		if rec.Scale != 1 && rec.Scale != 0 {
 			side += fmt.Sprintf(" (scale %g)", rec.Scale)
 		}
-		fmt.Fprintf(&b, "Primary (%s): %d transactions%s in %.1f s (%.0f/s), %s of binlog, from %s to %s.\n\n",
+		fmt.Fprintf(&b, "Primary (%s): %d transactions%s in %.1f s (%.0f/s)%s, %s of binlog, from %s to %s.\n\n",
 			durability(rec.Workload.Durable, rec.Workload.PrimaryConf), rec.Transactions, side, rec.PrimarySeconds,
-			float64(rec.Transactions)/rec.PrimarySeconds, megabytes(rec.BinlogBytes), rec.Start, rec.End)
+			float64(rec.Transactions)/rec.PrimarySeconds, rec.rowChangesText(), megabytes(rec.BinlogBytes), rec.Start, rec.End)
 		if n := rec.Workload.Cluster; n > 0 {
 			fmt.Fprintf(&b, "Targets: a fresh %d-node Galera cluster per run, each node started on a copy of the same stopped cluster "+
 				"(cold buffer pools, no state transfer), wsrep_gtid_mode=ON, nodes durable like the other targets, "+
@@ -296,9 +320,21 @@ divided by the contender's (above 1: faster).
 "CPU s" are the medians of the CPU seconds the target server (MariaDB's replica runs inside it) and the
 applier's own processes used during a run; the CPU floor is their sum over the machine's cores, the
 shortest time that much work allows here, and "time ÷ floor" how far the run stayed from it (1.00×: every
-core busy with this run alone). The link's proxy runs in the bench process: over the link, the bench
-process's CPU during the run shows as "+ N link" and counts in the floor.
+core busy with this run alone). "gapless CPU per transaction / row change" is a gapless contender's own CPU
+(the median of its runs') over the recording's transactions and over the row changes of its row events,
+counted once after the recording by gapless analyze's reader (an update counts once); a workload whose
+primary logs statements (binlog_format=MIXED) shows the first alone. The link's proxy runs in the bench
+process: over the link, the bench process's CPU during the run shows as "+ N link" and counts in the floor.
 `, rp.Scale, target, rp.Runs, rp.Workers)
+}
+
+// rowChangesText says how many rows the recording's row events change, ""
+// where the primary logs statements.
+func (rec *recording) rowChangesText() string {
+	if rec.RowChanges == 0 || rec.Transactions == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d row changes (%.1f a transaction)", rec.RowChanges, float64(rec.RowChanges)/float64(rec.Transactions))
 }
 
 func (rp *report) failures() string {

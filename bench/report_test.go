@@ -53,7 +53,7 @@ func TestParseContender(t *testing.T) {
 }
 
 func sampleReport() *report {
-	rec := &recording{Workload: workloads[0], Transactions: 1000, PrimarySeconds: 2, Start: "0-1-10", End: "0-1-1010"}
+	rec := &recording{Workload: workloads[0], Transactions: 1000, RowChanges: 4000, PrimarySeconds: 2, Start: "0-1-10", End: "0-1-1010"}
 	wr := &workloadResult{Rec: rec}
 	add := func(id string, attempts ...attempt) {
 		c, err := parseContender(id, 8, true)
@@ -74,15 +74,16 @@ func sampleReport() *report {
 func TestMarkdownTable(t *testing.T) {
 	md := sampleReport().markdown()
 	for _, want := range []string{
-		"| MariaDB replica, serial | 4.0 [3.0–5.0] | 1.5 (2.67×) | 3.0 + 0.0 | 250 | 0.50× | yes |",
-		"| MariaDB replica, 8 optimistic | 2.0 [1.5–2.5] | — | — | 500 | 1.00× | yes |",
-		"| gapless 8 writeset | 1.0 | — | — | 1000 | 2.00× | **no**: 1 diverged, 1 failed of 3 runs |",
-		"| gapless 1 serial | — | — | — | — | — | error |",
-		"| gapless 8 writeset [1 ms link] | 1.5 | 0.8 (2.00×) | 1.0 + 0.5 | 667 | 1.33× | yes |",
+		"| MariaDB replica, serial | 4.0 [3.0–5.0] | 1.5 (2.67×) | 3.0 + 0.0 | — | 250 | 0.50× | yes |",
+		"| MariaDB replica, 8 optimistic | 2.0 [1.5–2.5] | — | — | — | 500 | 1.00× | yes |",
+		"| gapless 8 writeset | 1.0 | — | — | — | 1000 | 2.00× | **no**: 1 diverged, 1 failed of 3 runs |",
+		"| gapless 1 serial | — | — | — | — | — | — | error |",
+		"| gapless 8 writeset [1 ms link] | 1.5 | 0.8 (2.00×) | 1.0 + 0.5 | 500 µs / 125 µs | 667 | 1.33× | yes |",
 		"gapless 8 writeset [1 ms link]: a ping through the link took 1.16 ms (median); 1.50× the time of gapless 8 writeset on a local target.",
 		"W1, gapless 8 writeset, run 2, diverged: sbtest.sbtest1 different",
 		"`go run ./bench --workloads W1 --contenders gapless-serial-1 --runs 1 --keep-failed`",
 		"noisy",
+		"1000 transactions in 2.0 s (500/s), 4000 row changes (4.0 a transaction)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
@@ -125,12 +126,43 @@ func TestFailoverNote(t *testing.T) {
 	slices.SortFunc(wr.Results, func(a, b *result) int { return strings.Compare(a.Contender.ID, b.Contender.ID) })
 	table := wr.markdownTable(2)
 	for _, want := range []string{
-		"| gapless 8 writeset [node killed] | 6.0 [5.0–7.0] | — | — | 167 | — | yes |",
+		"| gapless 8 writeset [node killed] | 6.0 [5.0–7.0] | — | — | — | 167 | — | yes |",
 		"gapless committed again on another node 4.2 s later (median of 3 runs, 3.8–5.1 s)",
 		"logged 2 move(s)",
 	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+}
+
+// gapless's own CPU is set per transaction and, where the primary logged
+// rows, per row change, from the median of the counted runs.
+func TestGaplessCPUPerTransactionAndRowChange(t *testing.T) {
+	wr := &workloadResult{Rec: &recording{Workload: workloads[0], Transactions: 20000, RowChanges: 500000}}
+	for id, attempts := range map[string][]attempt{
+		"mariadb-aggressive": {{Seconds: 4, Equal: true, TargetCPU: 6}},
+		"gapless-writeset-N": {{Seconds: 3, Equal: true, ApplierCPU: 2.4}, {Seconds: 3, Equal: true, ApplierCPU: 2.6}, {Seconds: 3, Equal: false, ApplierCPU: 9}},
+		"gapless-writeset-1": {{Err: errors.New("boom"), ApplierCPU: 1}},
+	} {
+		c, err := parseContender(id, 8, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wr.Results = append(wr.Results, &result{Contender: c, Attempts: attempts})
+	}
+	want := map[string]string{"mariadb-aggressive": "—", "gapless-writeset-N": "125 µs / 5.0 µs", "gapless-writeset-1": "—"}
+	for _, r := range wr.Results {
+		if got := wr.gaplessCPU(r); got != want[r.Contender.ID] {
+			t.Errorf("%s: %q, want %q", r.Contender.ID, got, want[r.Contender.ID])
+		}
+	}
+	wr.Rec.RowChanges = 0 // a primary that logs statements
+	for _, r := range wr.Results {
+		if r.Contender.ID == "gapless-writeset-N" {
+			if got := wr.gaplessCPU(r); got != "125 µs" {
+				t.Errorf("without row changes: %q, want the CPU per transaction alone", got)
+			}
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"gapless/internal/analyze"
 	"gapless/internal/gtid"
 	"gapless/internal/sandbox"
 )
@@ -220,6 +221,26 @@ var workloads = []*workload{
 		Contenders: focusedContenders,
 	},
 	{
+		// Wide transactions, as an order-entry application writes them: each
+		// changes 20 rows over up to three tables, where W1's change 4.
+		ID: "W11", Short: "wide transactions, 20 rows", Title: "wide transactions: " + wideTitle + "; durable targets, binlog written",
+		Durable: true, PrimaryConf: groupCommitWait,
+		Prepared: sbtest8.name(), Prepare: sbtest8.prepare,
+		Run: func(ctx context.Context, p *primary, scale float64) error {
+			return p.sysbench(ctx, wideRun(scaled(w11Transactions, scale)))
+		},
+		Contenders: focusedContenders,
+	},
+	{
+		ID: "W11F", Short: "W11, non-durable, binlog off", Title: "W11 on non-durable targets with the binlog off, where a commit costs no fsync and the applier's own CPU counts most",
+		Durable: true, PrimaryConf: groupCommitWait,
+		Prepared: sbtest8.name(), Prepare: sbtest8.prepare,
+		Run: func(ctx context.Context, p *primary, scale float64) error {
+			return p.sysbench(ctx, wideRun(scaled(w11fTransactions, scale)))
+		},
+		Contenders: withVariant(focusedContenders, "fast-nobinlog"),
+	},
+	{
 		// Every commit on a node waits for the cluster to certify it; each
 		// run gets a fresh cluster (cluster.go), verified on every node.
 		ID: "W1G", Short: "W1 into a 3-node Galera cluster", Title: "W1 replicated into a 3-node Galera cluster (wsrep_gtid_mode=ON, durable nodes), every commit certified by the cluster",
@@ -244,6 +265,62 @@ const w1gTransactions = 12000
 // in its three parallel modes, gapless N writing to the nodes in turn, and
 // gapless N again with the node it writes to killed amid the run.
 var clusterContenders = append(slices.Clone(mariadbContenders[1:]), "gapless-writeset-N", "gapless-writeset-N/failover")
+
+// sbtest8 is W11's tables: 8 of 50 000 rows, about 100 MB, inside the
+// sandbox's 256 MB buffer pool.
+var sbtest8 = sysbenchTables{DB: "sbtest", Tables: 8, TableSize: 50000}
+
+// wideTransaction is the shape of W11's transactions, in sysbench's own
+// oltp_write_only options: 4 index updates, 6 non-index updates and 5
+// delete-inserts, each group of statements on one table picked at random,
+// and a fifth of the keys drawn from 1% of each table's rows (hot rows).
+var wideTransaction = transactionShape{IndexUpdates: 4, NonIndexUpdates: 6, DeleteInserts: 5, HotRowsPct: 1, HotShare: 20}
+
+// W11 and W11F are sized so that their fastest contender needs about 20 s
+// on a quiet machine, like W7-W9's: measured on a loaded one, the CPU floor
+// of both cores (target and applier CPU over 2) was 20-24 s for W11's
+// 40 000 transactions and 29-30 s for 80 000 of W11F's, where no fsync is
+// waited for (one run each of MariaDB's best mode and gapless 8).
+const (
+	w11Transactions  = 40000
+	w11fTransactions = 60000
+)
+
+var wideTitle = fmt.Sprintf("oltp_write_only, %d row changes a transaction (%s), 16 threads, %d tables of %d rows",
+	wideTransaction.rowChanges(), strings.Join(wideTransaction.args(), " "), sbtest8.Tables, sbtest8.TableSize)
+
+// wideRun is W11's and W11F's sysbench client: events wide transactions
+// from 16 threads.
+func wideRun(events int) sysbenchRun {
+	r := sbtest8.run("oltp_write_only", 16, events)
+	r.Shape = wideTransaction
+	return r
+}
+
+// transactionShape sets how many statements of each kind an
+// oltp_write_only transaction runs, and how many of its keys are hot.
+type transactionShape struct {
+	IndexUpdates, NonIndexUpdates, DeleteInserts int
+	// HotShare percent of the keys are drawn from HotRowsPct percent of a
+	// table's rows (sysbench's special distribution).
+	HotRowsPct, HotShare int
+}
+
+// args are the shape's sysbench options.
+func (s transactionShape) args() []string {
+	return []string{
+		"--index_updates=" + strconv.Itoa(s.IndexUpdates),
+		"--non_index_updates=" + strconv.Itoa(s.NonIndexUpdates),
+		"--delete_inserts=" + strconv.Itoa(s.DeleteInserts),
+		"--rand-type=special", "--rand-spec-pct=" + strconv.Itoa(s.HotRowsPct), "--rand-spec-res=" + strconv.Itoa(s.HotShare),
+	}
+}
+
+// rowChanges is how many rows one transaction of the shape changes: every
+// update one, every delete-insert two.
+func (s transactionShape) rowChanges() int {
+	return s.IndexUpdates + s.NonIndexUpdates + 2*s.DeleteInserts
+}
 
 // sbtest4MyISAM is W10's tables: W1's, in MyISAM.
 var sbtest4MyISAM = sysbenchTables{DB: "sbtest", Tables: 4, TableSize: 10000, Engine: "MyISAM"}
@@ -297,6 +374,9 @@ type recording struct {
 	Scale           float64 // the workload's transaction counts were multiplied by
 	BinlogFiles     []string
 	BinlogBytes     int64 // written by the workload
+	// RowChanges are those in the row events between Start and End (an
+	// update counts once); 0 where the primary logs statements.
+	RowChanges int64
 }
 
 // record starts the workload's primary on a copy of its prepared tables'
@@ -353,7 +433,38 @@ func record(ctx context.Context, fl *fleet, pt *preparedTables, w *workload, dir
 		return nil, fmt.Errorf("%s primary: %w", w.ID, err)
 	}
 	rec.BinlogBytes = bytesAfter - bytesBefore
+	if w.logsRows() {
+		if rec.RowChanges, err = countRowChanges(ctx, rec.BinlogFiles, rec.Start, rec.End, rec.Transactions); err != nil {
+			return nil, fmt.Errorf("%s: %w", w.ID, err)
+		}
+	}
 	return rec, nil
+}
+
+// logsRows is whether the workload's primary logs every change as row
+// events (binlog_format=ROW, the sandbox's), so that the row events count
+// every row it changed.
+func (w *workload) logsRows() bool {
+	return !slices.ContainsFunc(w.PrimaryConf, func(line string) bool {
+		format, ok := strings.CutPrefix(line, "binlog_format=")
+		return ok && !strings.EqualFold(format, "ROW")
+	})
+}
+
+// countRowChanges counts the row changes in the row events of the binlog
+// files after start up to end, read as gapless analyze reads them (an
+// update's before and after images count once), and checks that it read as
+// many transactions as the positions count.
+func countRowChanges(ctx context.Context, files []string, start, end string, transactions int64) (int64, error) {
+	r, err := analyze.Files(ctx, files, analyze.Options{From: start, Until: end, Workers: []int{1}, Policies: []string{"serial"}})
+	if err != nil {
+		return 0, fmt.Errorf("counting the row changes: %w", err)
+	}
+	if !r.RowsDecoded || int64(r.Transactions) != transactions {
+		return 0, fmt.Errorf("counting the row changes: read %d transactions between %s and %s (rows decoded: %v), the positions count %d",
+			r.Transactions, start, end, r.RowsDecoded, transactions)
+	}
+	return r.RowChanges, nil
 }
 
 // transactionsBetween counts the GTIDs after start up to end, per domain.
@@ -439,7 +550,8 @@ type sysbenchRun struct {
 	sysbenchTables
 	Script          string
 	Threads, Events int
-	Uniform         bool // --rand-type=uniform: every row as likely, no hot rows
+	Uniform         bool             // --rand-type=uniform: every row as likely, no hot rows
+	Shape           transactionShape // the statements of a transaction and the hot rows; zero: the script's defaults
 }
 
 func (r sysbenchRun) uniform() sysbenchRun { r.Uniform = true; return r }
@@ -450,8 +562,23 @@ func (p *primary) sysbench(ctx context.Context, r sysbenchRun) error {
 }
 
 func (p *primary) sysbenchCmd(ctx context.Context, command string, r sysbenchRun) error {
+	args := r.args(command, p.srv.Port)
+	var out strings.Builder
+	cmd := exec.CommandContext(ctx, "sysbench", args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	fmt.Fprintf(p.log, "$ sysbench %s\n%s\n", strings.Join(args, " "), out.String())
+	if err != nil {
+		return fmt.Errorf("sysbench %s %s on %s: %w: %s", r.Script, command, r.DB, err, lastLines(out.String(), 5))
+	}
+	return nil
+}
+
+// args is sysbench's command line for command (prepare or run) against the
+// server at 127.0.0.1:port.
+func (r sysbenchRun) args(command string, port int) []string {
 	args := []string{r.Script,
-		"--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-port=" + strconv.Itoa(p.srv.Port),
+		"--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-port=" + strconv.Itoa(port),
 		"--mysql-user=" + sandbox.ApplierUser, "--mysql-password=" + sandbox.ApplierPassword,
 		"--mysql-db=" + r.DB, "--tables=" + strconv.Itoa(r.Tables), "--table-size=" + strconv.Itoa(r.TableSize),
 		"--threads=" + strconv.Itoa(max(1, r.Threads)),
@@ -468,19 +595,13 @@ func (p *primary) sysbenchCmd(ctx context.Context, command string, r sysbenchRun
 		// and is not logged.
 		args = append(args, "--mysql-ignore-errors=1062")
 	}
-	if r.Uniform {
+	switch {
+	case r.Uniform:
 		args = append(args, "--rand-type=uniform")
+	case r.Shape != transactionShape{} && command == "run":
+		args = append(args, r.Shape.args()...)
 	}
-	args = append(args, command)
-	var out strings.Builder
-	cmd := exec.CommandContext(ctx, "sysbench", args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	fmt.Fprintf(p.log, "$ sysbench %s\n%s\n", strings.Join(args, " "), out.String())
-	if err != nil {
-		return fmt.Errorf("sysbench %s %s on %s: %w: %s", r.Script, command, r.DB, err, lastLines(out.String(), 5))
-	}
-	return nil
+	return append(args, command)
 }
 
 // withSideJob runs main while, every interval transactions of the primary's

@@ -210,6 +210,74 @@ func TestCopyPrimaryPointsTheBinlogIndexAtTheCopy(t *testing.T) {
 	}
 }
 
+// W11 and W11F are wide transactions, in sysbench's own options, against
+// MariaDB's serial replica and every parallel mode, gapless 8 and gapless 1:
+// on the run's targets and on non-durable ones with the binlog off.
+func TestWideWorkloads(t *testing.T) {
+	if n := wideTransaction.rowChanges(); n < 10 || n > 30 {
+		t.Errorf("a wide transaction changes %d rows, want 10-30", n)
+	}
+	args := strings.Join(wideRun(1000).args("run", 3306), " ")
+	for _, want := range []string{"oltp_write_only", "--tables=8", "--threads=16", "--events=1000",
+		"--index_updates=4", "--non_index_updates=6", "--delete_inserts=5", "--rand-type=special", "--rand-spec-pct=1", "--rand-spec-res=20"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("W11's sysbench run lacks %s: %s", want, args)
+		}
+	}
+	if prepare := strings.Join(sbtest8.run("oltp_write_only", 2, 0).args("prepare", 3306), " "); strings.Contains(prepare, "--rand-type") {
+		t.Errorf("prepare takes the run's shape: %s", prepare)
+	}
+	if uniform := strings.Join(sbtest4.run("oltp_write_only", 16, 10).uniform().args("run", 3306), " "); !strings.Contains(uniform, "--rand-type=uniform") || strings.Contains(uniform, "special") {
+		t.Errorf("W8's run: %s", uniform)
+	}
+	for id, variant := range map[string]string{"W11": "", "W11F": "non-durable, binlog off"} {
+		w := workloadByID(t, id)
+		if !w.logsRows() {
+			t.Errorf("%s: the primary's row changes are not counted", id)
+		}
+		var ids []string
+		for _, cid := range w.Contenders {
+			c, err := parseContender(cid, 8, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Variant() != variant {
+				t.Errorf("%s: %s on targets %q, want %q", id, cid, c.Variant(), variant)
+			}
+			base, _, _ := strings.Cut(cid, "/")
+			ids = append(ids, base)
+		}
+		for _, want := range []string{"mariadb-serial", "mariadb-conservative", "mariadb-optimistic", "mariadb-aggressive", "gapless-writeset-N", "gapless-writeset-1"} {
+			if !slices.Contains(ids, want) {
+				t.Errorf("%s runs %v, without %s", id, ids, want)
+			}
+		}
+	}
+	if workloadByID(t, "W1M").logsRows() || workloadByID(t, "W10").logsRows() {
+		t.Error("the row events of a MIXED primary counted as every row change")
+	}
+}
+
+// The row changes are counted between the recording's positions, as
+// transactionsBetween counts its transactions. The sample holds 0-1-1 to
+// 0-1-5 and 1-1-1 to 1-1-3; after 0-1-3 come 0-1-4 (2 rows inserted, 1
+// updated), 0-1-5 (statements), and 1-1-1 to 1-1-3 (1 row inserted).
+func TestCountRowChangesBetweenThePositions(t *testing.T) {
+	sample := []string{"../internal/binlog/testdata/mariadb-10.11.bin"}
+	start, end := "0-1-3", "0-1-5,1-1-3"
+	n, err := transactionsBetween(start, end)
+	if err != nil || n != 5 {
+		t.Fatalf("transactionsBetween = %d, %v; want 5", n, err)
+	}
+	rows, err := countRowChanges(context.Background(), sample, start, end, n)
+	if err != nil || rows != 4 {
+		t.Errorf("countRowChanges = %d, %v; want 4", rows, err)
+	}
+	if _, err := countRowChanges(context.Background(), sample, start, end, n+1); err == nil {
+		t.Error("a count of transactions other than the positions' accepted")
+	}
+}
+
 func workloadByID(t *testing.T, id string) *workload {
 	t.Helper()
 	for _, w := range workloads {
