@@ -32,12 +32,17 @@ var shared struct {
 	err     error
 }
 
-// stopSharedCluster kills the package's cluster, after every test ran.
-func stopSharedCluster() {
+// stopSharedCluster kills the package's cluster, after every test ran,
+// and removes its folder unless a test failed.
+func stopSharedCluster(failed bool) {
 	if shared.cluster != nil {
 		shared.cluster.Kill()
 	}
-	if shared.dir != "" {
+	switch {
+	case shared.dir == "":
+	case failed:
+		fmt.Fprintln(os.Stderr, "the Galera cluster's folder, kept for its logs:", shared.dir)
+	default:
 		os.RemoveAll(shared.dir)
 	}
 }

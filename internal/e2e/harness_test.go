@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
-	stopSharedCluster()
+	stopSharedCluster(code != 0)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

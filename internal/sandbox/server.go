@@ -88,6 +88,7 @@ type Server struct {
 	ErrorLog string
 
 	home       string
+	logStart   int64 // the error log's size when the server was last launched
 	cnfPath    string
 	stdoutPath string
 	// pid of the mariadbd this process started, known before the pid file is written.
@@ -310,6 +311,7 @@ func (s *Server) launchAndWait(ctx context.Context, mariadbd string) error {
 	if fi, err := os.Stat(s.ErrorLog); err == nil {
 		logOffset = fi.Size()
 	}
+	s.logStart = logOffset
 	if err := s.launch(mariadbd); err != nil {
 		return err
 	}
@@ -486,6 +488,22 @@ func (s *Server) waitReady(ctx context.Context) error {
 
 func (s *Server) startupLogs() string {
 	logs := tailFile(s.ErrorLog, 20)
+	if since, err := readFrom(s.ErrorLog, s.logStart); err == nil {
+		// What went wrong is often long before the last lines (a
+		// cluster node's state transfer, then its shutdown).
+		var errs []string
+		for _, line := range strings.Split(since, "\n") {
+			if strings.Contains(line, "[ERROR]") || strings.Contains(line, "WSREP_SST: [ERROR]") {
+				errs = append(errs, line)
+			}
+		}
+		if len(errs) > 15 {
+			errs = errs[len(errs)-15:]
+		}
+		if len(errs) > 0 {
+			logs = "errors logged since this start:\n" + strings.Join(errs, "\n") + "\nlast lines:\n" + logs
+		}
+	}
 	if out := tailFile(s.stdoutPath, 10); out != "" {
 		logs += "\n" + out
 	}
