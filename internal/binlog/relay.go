@@ -1086,6 +1086,8 @@ type RelayReader struct {
 	aheadAt int64
 	// tableMaps are the table maps read, each once (tablemaps.go).
 	tableMaps tableMaps
+	// fast decodes the hot events without the parser (fastevents.go).
+	fast fastEvents
 }
 
 const readAhead = 256 << 10
@@ -1138,36 +1140,50 @@ func (l *RelayLog) NewReader() *RelayReader {
 	// are what the policies use.
 	r.parser.SetTableMapOptionalMetaDecodeFunc(func([]byte) error { return nil })
 	r.parser.SetRowsEventDecodeFunc(func(re *replication.RowsEvent, body []byte) error {
-		if r.headersOnly != nil {
-			_, err := re.DecodeHeader(body)
-			r.undecoded = r.headersOnly
-			return err
-		}
 		pos, err := re.DecodeHeader(body)
 		if err != nil {
 			return err
 		}
-		if cap(r.starts)-len(r.starts) < 64 {
-			// A new piece: the events returned keep the old one.
-			r.starts = make([]uint32, 0, 4096)
-		}
-		from := len(r.starts)
-		starts, ok := checkImages(re, body[pos:], r.starts)
-		if ok {
-			if len(r.pendings) == cap(r.pendings) {
-				r.pendings = make([]PendingRows, 0, 256)
-			}
-			r.pendings = append(r.pendings, PendingRows{images: body[pos:], starts: starts[from:len(starts):len(starts)]})
-			r.pending = &r.pendings[len(r.pendings)-1]
-			r.starts = starts
+		if err := r.rowsPending(re, body, pos); err == nil || r.headersOnly != nil {
 			return nil
 		}
-		r.starts = r.starts[:from]
 		undecoded, err := DecodeRowsOrKeepHeader(re, body)
 		r.undecoded = undecoded
 		return err
 	})
 	return r
+}
+
+// errRowsWalk: a row event's images do not pass checkImages, and its rows
+// are decoded in full instead.
+var errRowsWalk = errors.New("row images not walked")
+
+// rowsPending leaves the rows of re, whose header ends at pos in body,
+// pending: its images walked (checkImages), r.pending set. With
+// headersOnly set, the rows are left undecoded instead. It returns
+// errRowsWalk, changing nothing, when the images do not pass the walk.
+func (r *RelayReader) rowsPending(re *replication.RowsEvent, body []byte, pos int) error {
+	if r.headersOnly != nil {
+		r.undecoded = r.headersOnly
+		return nil
+	}
+	if cap(r.starts)-len(r.starts) < 64 {
+		// A new piece: the events returned keep the old one.
+		r.starts = make([]uint32, 0, 4096)
+	}
+	from := len(r.starts)
+	starts, ok := checkImages(re, body[pos:], r.starts)
+	if !ok {
+		r.starts = r.starts[:from]
+		return errRowsWalk
+	}
+	if len(r.pendings) == cap(r.pendings) {
+		r.pendings = make([]PendingRows, 0, 256)
+	}
+	r.pendings = append(r.pendings, PendingRows{images: body[pos:], starts: starts[from:len(starts):len(starts)]})
+	r.pending = &r.pendings[len(r.pendings)-1]
+	r.starts = starts
+	return nil
 }
 
 // HeadersOnly makes the reader leave the rows of the row events it returns
@@ -1283,7 +1299,8 @@ func (r *RelayReader) decode(data []byte) (*replication.BinlogEvent, error) {
 		}
 		return &UndecodableError{Segment: r.file.Name(), Offset: at, Type: t, Raw: data, Err: err}
 	}
-	if isCompressedEvent(t) {
+	compressed := isCompressedEvent(t)
+	if compressed {
 		plain, _, err := uncompressEvent(data, r.format)
 		if err != nil {
 			return nil, undecodable(err)
@@ -1291,14 +1308,22 @@ func (r *RelayReader) decode(data []byte) (*replication.BinlogEvent, error) {
 		data = plain
 	}
 	r.undecoded, r.pending = nil, nil
+	if !compressed {
+		if ev, ok := r.fastDecode(data); ok {
+			return ev, nil
+		}
+	}
+	r.syncParser()
 	ev, err := safeParse(r.parser, data)
 	if err != nil {
 		return nil, undecodable(err)
 	}
+	r.fast.learn(ev.Header, ev.Event)
 	switch e := ev.Event.(type) {
 	case *replication.FormatDescriptionEvent:
 		r.format = e
 		r.tableMaps.format(data)
+		r.fast.reset()
 	case *replication.TableMapEvent:
 		ev.Event = r.tableMaps.same(e, data, r.checksum)
 	case *replication.RowsEvent:

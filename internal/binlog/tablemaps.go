@@ -20,8 +20,9 @@ import (
 const maxTableMaps = 4096
 
 type keptMap struct {
-	raw []byte // the event's body (its header and checksum differ by position and time)
-	tm  *replication.TableMapEvent
+	raw   []byte // the event's body (its header and checksum differ by position and time)
+	event []byte // the whole event raw is the body of
+	tm    *replication.TableMapEvent
 }
 
 // tableMaps is the table maps kept, by table id, and the parser that
@@ -92,7 +93,7 @@ func (m *tableMaps) kept(tm *replication.TableMapEvent, data []byte, checksum bo
 	if !ok || kept.TableID != tm.TableID {
 		return tm
 	}
-	m.byID[tm.TableID] = keptMap{raw: copied[eventHeaderSize:end], tm: kept}
+	m.byID[tm.TableID] = keptMap{raw: copied[eventHeaderSize:end], event: copied, tm: kept}
 	return kept
 }
 

@@ -231,6 +231,7 @@ func benchmarkHotPath(b *testing.B, file string) {
 			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/changes, "allocs/row")
 			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/changes, "B/row")
 			b.ReportMetric(float64(rows)/float64(len(txns)), "rows/txn")
+			b.ReportMetric(float64(rows), "rows")
 		})
 	}
 }
