@@ -37,7 +37,12 @@ type Decoder struct {
 	format  Event
 	groups  groupTracker
 	txn     *Transaction
-	last    string // GTID of the last group begun, for errors outside any group
+	// last is the last group begun, for errors outside any group (its
+	// GTID printed only then).
+	last *Transaction
+	// names are the schema and table names met, each one string however
+	// many groups name it (a transaction's Tables and Schemas use them).
+	names names
 	// statements reads every group's statements, in binlog order (statements.go).
 	statements *StatementReader
 
@@ -127,7 +132,9 @@ func (d *Decoder) leaveRows(txn *Transaction) {
 // NewDecoder decodes the relay log from its start, skipping every group that
 // applied already contains.
 func NewDecoder(log *RelayLog, applied Applied) *Decoder {
-	return &Decoder{reader: log.NewReader(), applied: applied, statements: NewStatementReader()}
+	r := log.NewReader()
+	r.fast.reuse = true // take keeps no *BinlogEvent
+	return &Decoder{reader: r, applied: applied, statements: NewStatementReader()}
 }
 
 // Close releases the relay log reader.
@@ -199,7 +206,7 @@ func (d *Decoder) undecodable(ue *UndecodableError) (*replication.BinlogEvent, e
 		d.skipping = ue
 		return opaqueEvent(ue.Raw), nil
 	}
-	de := &DecodeError{Event: ue.Type, Segment: ue.Segment, Offset: ue.Offset, Err: ue.Err, After: d.last}
+	de := &DecodeError{Event: ue.Type, Segment: ue.Segment, Offset: ue.Offset, Err: ue.Err, After: d.lastGTID()}
 	if d.txn != nil {
 		de.GTID = d.txn.GTID()
 		if ue.Type != replication.TABLE_MAP_EVENT {
@@ -216,7 +223,7 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error, pending *Pe
 	defer func() {
 		if r := recover(); r != nil {
 			seg, off := d.reader.Position()
-			de := &DecodeError{Event: ev.Header.EventType, Segment: seg, Offset: off, After: d.last, Err: fmt.Errorf("panic: %v", r)}
+			de := &DecodeError{Event: ev.Header.EventType, Segment: seg, Offset: off, After: d.lastGTID(), Err: fmt.Errorf("panic: %v", r)}
 			if d.txn != nil {
 				de.GTID, de.Table = d.txn.GTID(), d.txn.lastTable()
 			}
@@ -245,7 +252,7 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error, pending *Pe
 		return nil, nil
 	}
 	if ev.Header.EventType == replication.INCIDENT_EVENT && !d.groups.open() {
-		return nil, incidentError(ev.RawData, d.last)
+		return nil, incidentError(ev.RawData, d.lastGTID())
 	}
 	single := d.groups.state == afterGTID
 	cut, err := d.groups.add(ev)
@@ -257,11 +264,11 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error, pending *Pe
 	}
 	if d.txn == nil {
 		d.txn = d.begin(ev)
-		d.last = d.txn.GTID()
+		d.last = d.txn
 		return nil, nil
 	}
 	if d.skipping == nil {
-		d.txn.add(ev, undecoded, pending)
+		d.txn.add(ev, undecoded, pending, &d.names)
 		if d.txn.Size > decodeRowsUpTo && !d.rowsLeft {
 			d.leaveRows(d.txn)
 		}
@@ -330,6 +337,36 @@ func (d *Decoder) keepEvents(events []Event) []Event {
 	return out
 }
 
+// lastGTID is the GTID of the last group begun, "" before the first.
+func (d *Decoder) lastGTID() string {
+	if d.last == nil {
+		return ""
+	}
+	return d.last.GTID()
+}
+
+// names hands out one string per schema or table name: a group's Tables
+// are named from the table maps' bytes, and every group names them again.
+type names map[string]string
+
+// maxNames bounds the names kept; past it they are made again as met.
+const maxNames = 1 << 14
+
+func (n *names) of(b []byte) string {
+	if n == nil {
+		return string(b)
+	}
+	if s, ok := (*n)[string(b)]; ok {
+		return s
+	}
+	if *n == nil || len(*n) >= maxNames {
+		*n = make(names)
+	}
+	s := string(b)
+	(*n)[s] = s
+	return s
+}
+
 // begin opens a transaction at its GTID event.
 func (d *Decoder) begin(ev *replication.BinlogEvent) *Transaction {
 	txn := &Transaction{
@@ -340,6 +377,7 @@ func (d *Decoder) begin(ev *replication.BinlogEvent) *Transaction {
 		Size:         len(ev.RawData),
 		SourceTime:   time.Unix(int64(ev.Header.Timestamp), 0),
 	}
+	txn.Tables = txn.tablesRoom[:0]
 	switch g := ev.Event.(type) {
 	case *replication.MariadbGTIDEvent:
 		txn.Flavor = FlavorMariaDB
@@ -362,7 +400,7 @@ func (d *Decoder) begin(ev *replication.BinlogEvent) *Transaction {
 
 // add appends one event of the group and notes the schemas and tables it
 // touches; undecoded is why a row event's rows could not be decoded.
-func (t *Transaction) add(ev *replication.BinlogEvent, undecoded error, pending *PendingRows) {
+func (t *Transaction) add(ev *replication.BinlogEvent, undecoded error, pending *PendingRows, names *names) {
 	t.Events = append(t.Events, Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event, Undecoded: undecoded, pending: pending})
 	if undecoded != nil {
 		t.OpaqueRows = true
@@ -374,7 +412,7 @@ func (t *Transaction) add(ev *replication.BinlogEvent, undecoded error, pending 
 	switch e := ev.Event.(type) {
 	case *replication.TableMapEvent:
 		if !t.touched(e.Schema, e.Table) {
-			t.touch(string(e.Schema), string(e.Table))
+			t.touch(names.of(e.Schema), names.of(e.Table))
 		}
 	case *replication.QueryEvent:
 		if !isQuery(e, "BEGIN", "COMMIT", "ROLLBACK") {

@@ -71,6 +71,11 @@ type fastEvents struct {
 	// order; unseen says, for each, that the parser did not decode that
 	// map (it came from the kept ones here).
 	mapped []mappedTable
+	// reuse: the BinlogEvent returned is the same one every time, valid
+	// until the next (the decoder's reader, which keeps only what it
+	// holds: the header, the bytes and the event).
+	reuse bool
+	event replication.BinlogEvent
 	// off leaves every event to the parser, and decoded counts the events
 	// decoded here (tests compare the two ways).
 	off     bool
@@ -219,7 +224,11 @@ func (r *RelayReader) fastDecode(data []byte) (ev *replication.BinlogEvent, ok b
 	if h.Decode(data) != nil || int(h.EventSize) != len(data) {
 		return nil, false
 	}
-	ev = f.events.next()
+	if f.reuse {
+		ev = &f.event
+	} else {
+		ev = f.events.next()
+	}
 	ev.RawData, ev.Header, ev.Event = data, h, e
 	f.decoded++
 	return ev, true

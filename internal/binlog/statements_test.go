@@ -24,7 +24,7 @@ func statementGroup(t *testing.T, r *StatementReader, e *encoder, flags byte, ev
 	parsed := parseEvents(t, raw...)
 	txn := &Transaction{Flavor: FlavorMariaDB, Flags: MariaDBFlags(flags)}
 	for _, ev := range parsed[2:] {
-		txn.add(ev, nil, nil)
+		txn.add(ev, nil, nil, nil)
 	}
 	r.Read(txn)
 	return txn

@@ -111,6 +111,9 @@ type Transaction struct {
 	// Schemas and Tables touched, in first-seen order, without repeats.
 	Schemas []string
 	Tables  []TableRef
+	// tablesRoom is where Tables begins, so that a group of a few tables
+	// costs no allocation of its own for them.
+	tablesRoom [4]TableRef
 
 	// Begin is the GTID event. Events are the rest of the group in source
 	// order, including BEGIN and the terminating XID or COMMIT when present.

@@ -57,7 +57,7 @@ func (b *rowBatcher) addRows(stmts []string, raw []byte, stmtEnd bool) []string 
 		if len(done) > 0 {
 			stmts = append(stmts, binlogStatement(done))
 		}
-		b.pending = append([][]byte(nil), b.stmtMaps...)
+		b.pending = append(b.pending[:0], b.stmtMaps...) // done is encoded already
 		b.size = 0
 		for _, tm := range b.stmtMaps {
 			b.size += len(tm)
@@ -68,7 +68,9 @@ func (b *rowBatcher) addRows(stmts []string, raw []byte, stmtEnd bool) []string 
 	b.stmtRows++
 	if stmtEnd {
 		b.maps += len(b.stmtMaps)
-		b.stmtMaps, b.stmtRows = nil, 0
+		// The room is kept for the next statement: pending holds the
+		// maps themselves, never this slice.
+		b.stmtMaps, b.stmtRows = b.stmtMaps[:0], 0
 		if b.maps >= maxTableMaps {
 			stmts = b.flush(stmts)
 		}
@@ -80,7 +82,8 @@ func (b *rowBatcher) flush(stmts []string) []string {
 	if len(b.pending) > 0 {
 		stmts = append(stmts, binlogStatement(b.pending))
 	}
-	b.pending, b.stmtMaps, b.size, b.stmtRows, b.maps = nil, nil, 0, 0, 0
+	// The rooms are kept: a statement holds its events' encoding, not them.
+	b.pending, b.stmtMaps, b.size, b.stmtRows, b.maps = b.pending[:0], b.stmtMaps[:0], 0, 0, 0
 	return stmts
 }
 
