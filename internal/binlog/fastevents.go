@@ -84,6 +84,7 @@ type fastEvents struct {
 
 type mappedTable struct {
 	id uint64
+	tm *replication.TableMapEvent // as handed out (tablemaps.go)
 	// unseen is the whole table map event, when the parser has not
 	// decoded it; nil when it has.
 	unseen []byte
@@ -114,7 +115,7 @@ func (f *fastEvents) reset() {
 func (f *fastEvents) learn(h *replication.EventHeader, e replication.Event) {
 	switch e := e.(type) {
 	case *replication.TableMapEvent:
-		f.mapTable(e.TableID, nil)
+		f.mapTable(e, nil)
 	case *replication.RowsEvent:
 		if i := rowsIndex(h.EventType); i >= 0 && f.templates[i] == nil && e.Version == 1 {
 			t := *e
@@ -127,14 +128,14 @@ func (f *fastEvents) learn(h *replication.EventHeader, e replication.Event) {
 	}
 }
 
-func (f *fastEvents) mapTable(id uint64, unseen []byte) {
+func (f *fastEvents) mapTable(tm *replication.TableMapEvent, unseen []byte) {
 	for i := range f.mapped {
-		if f.mapped[i].id == id {
-			f.mapped[i].unseen = unseen
+		if f.mapped[i].id == tm.TableID {
+			f.mapped[i].tm, f.mapped[i].unseen = tm, unseen
 			return
 		}
 	}
-	f.mapped = append(f.mapped, mappedTable{id: id, unseen: unseen})
+	f.mapped = append(f.mapped, mappedTable{id: tm.TableID, tm: tm, unseen: unseen})
 }
 
 func (f *fastEvents) endStatement(flags uint16) {
@@ -143,14 +144,15 @@ func (f *fastEvents) endStatement(flags uint16) {
 	}
 }
 
-// isMapped reports whether the statement mapped table id.
-func (f *fastEvents) isMapped(id uint64) bool {
-	for _, m := range f.mapped {
-		if m.id == id {
-			return true
+// table is the table map the statement mapped table id to, as handed
+// out; nil when it mapped none.
+func (f *fastEvents) table(id uint64) *replication.TableMapEvent {
+	for i := range f.mapped {
+		if f.mapped[i].id == id {
+			return f.mapped[i].tm
 		}
 	}
-	return false
+	return nil
 }
 
 // tableIDSize is the bytes of a table id in events of type t under format.
@@ -239,7 +241,7 @@ func (r *RelayReader) fastDecode(data []byte) (ev *replication.BinlogEvent, ok b
 func (r *RelayReader) keptTableMap(t replication.EventType, data, body []byte) *replication.TableMapEvent {
 	m := &r.tableMaps
 	n := tableIDSize(r.format, t)
-	if n == 0 || len(body) < n || m.now == nil {
+	if n == 0 || len(body) < n || m.byID == nil {
 		return nil
 	}
 	id := littleEndian(body[:n])
@@ -247,8 +249,7 @@ func (r *RelayReader) keptTableMap(t replication.EventType, data, body []byte) *
 	if !ok || !bytes.Equal(k.raw, body) {
 		return nil
 	}
-	m.now[id] = k.tm
-	r.fast.mapTable(id, k.event)
+	r.fast.mapTable(k.tm, k.event)
 	return k.tm
 }
 
@@ -279,8 +280,8 @@ func (r *RelayReader) fastRows(t replication.EventType, body []byte) (*replicati
 	if len(body) < pos+bitmaps*bitmap {
 		return nil, false
 	}
-	table := r.tableMaps.now[id]
-	if table == nil || !f.isMapped(id) {
+	table := f.table(id)
+	if table == nil {
 		return nil, false
 	}
 	re := f.rows.next()

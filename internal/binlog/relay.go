@@ -1084,6 +1084,13 @@ type RelayReader struct {
 	// only into its spare capacity, and a read beyond starts a new piece.
 	ahead   []byte
 	aheadAt int64
+	// limit and growing are what the relay log said last of how far the
+	// segment may be read (limitKnown: it said it of this segment); the
+	// readable end only moves on, so the reader asks again only when an
+	// event reaches past it.
+	limit      int64
+	growing    bool
+	limitKnown bool
 	// tableMaps are the table maps read, each once (tablemaps.go).
 	tableMaps tableMaps
 	// fast decodes the hot events without the parser (fastevents.go).
@@ -1223,17 +1230,22 @@ func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error
 			}
 			continue
 		}
-		limit, growing, changed := r.log.readable(r.seg)
-		if growing && r.off+eventHeaderSize > limit {
-			select {
-			case <-changed:
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
+		limit, growing := r.limit, r.growing
+		if !r.limitKnown || growing && r.off+eventHeaderSize > limit {
+			var changed <-chan struct{}
+			limit, growing, changed = r.log.readable(r.seg)
+			if !growing {
+				limit = -1
 			}
-		}
-		if !growing {
-			limit = -1
+			r.limit, r.growing, r.limitKnown = limit, growing, true
+			if growing && r.off+eventHeaderSize > limit {
+				select {
+				case <-changed:
+					continue
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
 		}
 		header, err := r.bytesAt(r.off, eventHeaderSize, limit)
 		if err != nil {
@@ -1243,6 +1255,14 @@ func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error
 			return nil, fmt.Errorf("%w: %s at byte %d: %v", ErrCorruptRelay, r.file.Name(), r.off, err)
 		}
 		size := int64(binary.LittleEndian.Uint32(header[9:]))
+		if growing && r.off+size > limit {
+			// Past the end known: ask again before calling it torn.
+			limit, growing, _ = r.log.readable(r.seg)
+			if !growing {
+				limit = -1
+			}
+			r.limit, r.growing = limit, growing
+		}
 		if size < eventHeaderSize || (growing && r.off+size > limit) {
 			return nil, fmt.Errorf("%w: %s: bad event size %d at byte %d", ErrCorruptRelay, r.file.Name(), size, r.off)
 		}
@@ -1265,6 +1285,7 @@ func (r *RelayReader) Next(ctx context.Context) (*replication.BinlogEvent, error
 			r.file.Close()
 			r.file = nil
 			r.ahead = nil
+			r.limitKnown = false
 			continue
 		}
 		return ev, nil
@@ -1318,7 +1339,6 @@ func (r *RelayReader) decode(data []byte) (*replication.BinlogEvent, error) {
 	if err != nil {
 		return nil, undecodable(err)
 	}
-	r.fast.learn(ev.Header, ev.Event)
 	switch e := ev.Event.(type) {
 	case *replication.FormatDescriptionEvent:
 		r.format = e
@@ -1327,10 +1347,13 @@ func (r *RelayReader) decode(data []byte) (*replication.BinlogEvent, error) {
 	case *replication.TableMapEvent:
 		ev.Event = r.tableMaps.same(e, data, r.checksum)
 	case *replication.RowsEvent:
-		if e.Table != nil {
+		if tm := r.fast.table(e.TableID); tm != nil && e.Table != nil {
+			e.Table = tm
+		} else if e.Table != nil {
 			e.Table = r.tableMaps.current(e.TableID, e.Table)
 		}
 	}
+	r.fast.learn(ev.Header, ev.Event)
 	return ev, nil
 }
 
@@ -1363,6 +1386,7 @@ func (r *RelayReader) openNext(ctx context.Context) error {
 		r.seg = next.number
 		r.off = int64(len(binlogMagic))
 		r.ahead, r.aheadAt = nil, 0
+		r.limitKnown = false
 		return nil
 	}
 }
