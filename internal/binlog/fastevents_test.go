@@ -231,17 +231,46 @@ func int32s(vs ...int32) []byte {
 // cases left to the parser (a table map changed, a row event of a table
 // the statement did not map, version 2, a compressed event, a short body).
 func TestFastEventsCases(t *testing.T) {
+	for _, tt := range fastEventCases() {
+		t.Run(tt.name, func(t *testing.T) {
+			l := openTestRelay(t, caseRelay(t, tt.events), 0)
+			fast, all := readBoth(t, l, nil)
+			if fast != tt.fast {
+				t.Errorf("%d of %d events decoded without the parser, want %d", fast, all, tt.fast)
+			}
+			readBoth(t, l, errLargeTransaction)
+		})
+	}
+}
+
+// caseRelay writes a relay segment of a format description, a GTID list
+// and the events made, in a new folder.
+func caseRelay(t *testing.T, made func(e *encoder) [][]byte) string {
+	e := newEncoder()
+	events := [][]byte{e.format(), e.gtidList()}
+	events = append(events, made(e)...)
+	dir := t.TempDir()
+	raw := append(append([]byte(nil), binlogMagic...), joinEvents(events)...)
+	if err := os.WriteFile(filepath.Join(dir, "relay-000001.bin"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+type fastEventCase struct {
+	name   string
+	events func(e *encoder) [][]byte
+	fast   int // events decoded without the parser
+}
+
+func fastEventCases() []fastEventCase {
 	const stmtEnd = replication.RowsEventStmtEndFlag
 	wide := 300
 	wideRow := make([]int32, wide)
 	for i := range wideRow {
 		wideRow[i] = int32(i * 7)
 	}
-	tests := []struct {
-		name   string
-		events func(e *encoder) [][]byte
-		fast   int // events decoded without the parser, the first group's GTID and annotate included
-	}{
+	return []fastEventCase{
 		{"insert, update, delete", func(e *encoder) [][]byte {
 			return [][]byte{
 				e.mariaGTID(10, 0, 0, 7), e.annotate("INSERT INTO t VALUES (1, 'v1')"), e.tableMap(70, "s", "t"), e.writeRows(replication.WRITE_ROWS_EVENTv1, 70, 1, 2), e.xid(1),
@@ -302,24 +331,6 @@ func TestFastEventsCases(t *testing.T) {
 			}
 		}, 4},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := newEncoder()
-			events := [][]byte{e.format(), e.gtidList()}
-			events = append(events, tt.events(e)...)
-			dir := t.TempDir()
-			raw := append(append([]byte(nil), binlogMagic...), joinEvents(events)...)
-			if err := os.WriteFile(filepath.Join(dir, "relay-000001.bin"), raw, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			l := openTestRelay(t, dir, 0)
-			fast, all := readBoth(t, l, nil)
-			if fast != tt.fast {
-				t.Errorf("%d of %d events decoded without the parser, want %d", fast, all, tt.fast)
-			}
-			readBoth(t, l, errLargeTransaction)
-		})
-	}
 }
 
 func TestLengthEncoded(t *testing.T) {
@@ -343,6 +354,104 @@ func TestLengthEncoded(t *testing.T) {
 		v, n, ok := lengthEncoded(tt.in)
 		if v != tt.v || n != tt.n || ok != tt.ok {
 			t.Errorf("lengthEncoded(%x) = %d, %d, %v; want %d, %d, %v", tt.in, v, n, ok, tt.v, tt.n, tt.ok)
+		}
+	}
+}
+
+// TestColumnPlanWalksAsColumnLength walks the row images of the recorded
+// binlogs with their table maps' plans and without, and gets the same
+// image boundaries; and truncated images fail both ways.
+func TestColumnPlanWalksAsColumnLength(t *testing.T) {
+	dirs := map[string]string{}
+	for _, path := range []string{
+		filepath.Join("testdata", "mariadb-10.11.bin"),
+		filepath.Join("..", "target", "testdata", "hotpath-orderentry.bin"),
+		filepath.Join("..", "target", "testdata", "hotpath-w1.bin"),
+	} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "relay-000001.bin"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dirs[path] = dir
+	}
+	for _, c := range fastEventCases() {
+		dirs[c.name] = caseRelay(t, c.events)
+	}
+	for path, dir := range dirs {
+		r := openTestRelay(t, dir, 0).NewReader()
+		walked, full := 0, 0
+		for {
+			ev, err := r.Next(canceledCtx)
+			if errors.Is(err, context.Canceled) {
+				break
+			}
+			if err != nil {
+				continue
+			}
+			re, ok := ev.Event.(*replication.RowsEvent)
+			if !ok || r.Pending() == nil {
+				continue
+			}
+			images := r.Pending().images
+			plan := planOf(re.Table, int(re.ColumnCount))
+			if plan.runs != nil && allSet(re.ColumnBitmap1, int(re.ColumnCount)) {
+				full++
+			}
+			for _, cut := range []int{len(images), len(images) - 1, len(images) / 2} {
+				without, okWithout := checkImages(re, images[:cut], nil, nil)
+				with, okWith := checkImages(re, images[:cut], nil, plan)
+				if okWith != okWithout || okWith && !reflect.DeepEqual(with, without) {
+					t.Fatalf("%s: %s on %s.%s, %d of %d bytes: %v %v with the plan, %v %v without", path, ev.Header.EventType, re.Table.Schema, re.Table.Table, cut, len(images), with, okWith, without, okWithout)
+				}
+			}
+			walked++
+		}
+		r.Close()
+		t.Logf("%s: %d row events, %d with full images walked by runs", filepath.Base(path), walked, full)
+		if walked == 0 && path != "short bodies" {
+			t.Errorf("%s: no row event walked", path)
+		}
+	}
+}
+
+func TestPlanOf(t *testing.T) {
+	tm := &replication.TableMapEvent{
+		// INT, VARCHAR(20), BIGINT, DATETIME(3), CHAR(10), ENUM, BLOB, DECIMAL(10,2), GEOMETRY
+		ColumnType: []byte{3, 15, 8, 18, 254, 254, 252, 246, 255},
+		ColumnMeta: []uint16{0, 20, 0, 3, 0xfe0a, 0xf701, 2, 0x0a02, 4},
+	}
+	p := planOf(tm, 8)
+	wantLengths := []int16{4, lengthInValue, 8, 7, lengthInValue, 1, lengthInValue, 5}
+	wantRuns := []planRun{{4, 1}, {15, 4}, {1, 6}, {5, -1}}
+	if !reflect.DeepEqual(p.lengths, wantLengths) || !reflect.DeepEqual(p.runs, wantRuns) {
+		t.Errorf("plan of 8 columns: %v %v, want %v %v", p.lengths, p.runs, wantLengths, wantRuns)
+	}
+	if p := planOf(tm, 9); p.lengths[8] != lengthUnknown || p.runs != nil {
+		t.Errorf("plan with a GEOMETRY column: %v %v, want it unknown and no runs", p.lengths, p.runs)
+	}
+}
+
+func TestAllSet(t *testing.T) {
+	tests := []struct {
+		bitmap []byte
+		n      int
+		want   bool
+	}{
+		{[]byte{0xff}, 8, true},
+		{[]byte{0x7f}, 7, true},
+		{[]byte{0x7f}, 8, false},
+		{[]byte{0xff, 0x01}, 9, true},
+		{[]byte{0xff, 0x02}, 9, false},
+		{[]byte{0xfe, 0xff}, 16, false},
+		{[]byte{0x03}, 2, true},
+	}
+	for _, tt := range tests {
+		if got := allSet(tt.bitmap, tt.n); got != tt.want {
+			t.Errorf("allSet(%x, %d) = %v", tt.bitmap, tt.n, got)
 		}
 	}
 }

@@ -1093,6 +1093,8 @@ type RelayReader struct {
 	limitKnown bool
 	// tableMaps are the table maps read, each once (tablemaps.go).
 	tableMaps tableMaps
+	// plans are the column plans of the table maps met (rowimages.go).
+	plans map[*replication.TableMapEvent]*columnPlan
 	// fast decodes the hot events without the parser (fastevents.go).
 	fast fastEvents
 }
@@ -1179,7 +1181,8 @@ func (r *RelayReader) rowsPending(re *replication.RowsEvent, body []byte, pos in
 		r.starts = make([]uint32, 0, 4096)
 	}
 	from := len(r.starts)
-	starts, ok := checkImages(re, body[pos:], r.starts)
+	plan := r.planOf(re)
+	starts, ok := checkImages(re, body[pos:], r.starts, plan)
 	if !ok {
 		r.starts = r.starts[:from]
 		return errRowsWalk
@@ -1187,10 +1190,28 @@ func (r *RelayReader) rowsPending(re *replication.RowsEvent, body []byte, pos in
 	if len(r.pendings) == cap(r.pendings) {
 		r.pendings = make([]PendingRows, 0, 256)
 	}
-	r.pendings = append(r.pendings, PendingRows{images: body[pos:], starts: starts[from:len(starts):len(starts)]})
+	r.pendings = append(r.pendings, PendingRows{images: body[pos:], starts: starts[from:len(starts):len(starts)], plan: plan})
 	r.pending = &r.pendings[len(r.pendings)-1]
 	r.starts = starts
 	return nil
+}
+
+// planOf is the column plan of re's table map (rowimages.go), worked out
+// once per table map and column count; nil for an event without one.
+func (r *RelayReader) planOf(re *replication.RowsEvent) *columnPlan {
+	t := re.Table
+	if t == nil || int(re.ColumnCount) > len(t.ColumnType) || int(re.ColumnCount) > len(t.ColumnMeta) {
+		return nil
+	}
+	if p, ok := r.plans[t]; ok && len(p.lengths) == int(re.ColumnCount) {
+		return p
+	}
+	if r.plans == nil || len(r.plans) >= maxTableMaps {
+		r.plans = make(map[*replication.TableMapEvent]*columnPlan)
+	}
+	p := planOf(t, int(re.ColumnCount))
+	r.plans[t] = p
+	return p
 }
 
 // HeadersOnly makes the reader leave the rows of the row events it returns

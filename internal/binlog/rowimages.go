@@ -164,6 +164,104 @@ func decimalLength(precision, scale int) int {
 type imageShape struct {
 	table   *replication.TableMapEvent
 	columns int
+	plan    *columnPlan // nil: every length from columnLength
+}
+
+// columnPlan is how a table map's values are laid out, worked out once
+// per table map rather than once per value: the length of every column
+// whose values all have one, and, for an image that holds every column
+// and no NULL (binlog_row_image=FULL, the common case), the runs of such
+// columns between those whose values say their length.
+type columnPlan struct {
+	// lengths[c] is column c's value length, lengthInValue when the value
+	// says it, lengthUnknown for a type columnLength does not know.
+	lengths []int16
+	// runs walk a full image without NULLs: skip fixed bytes, then read
+	// column's length (none after the last run: column -1). nil when a
+	// column's type is unknown.
+	runs []planRun
+}
+
+type planRun struct {
+	fixed  int32
+	column int32
+}
+
+const (
+	lengthInValue = -1
+	lengthUnknown = -2
+)
+
+// planOf works out the plan of a table map's first columns.
+func planOf(t *replication.TableMapEvent, columns int) *columnPlan {
+	var zeros [64]byte
+	p := &columnPlan{lengths: make([]int16, columns)}
+	known, fixed := true, int32(0)
+	for c := range columns {
+		tp, meta := t.ColumnType[c], t.ColumnMeta[c]
+		variable := tp == mysql.MYSQL_TYPE_VARCHAR || tp == mysql.MYSQL_TYPE_VAR_STRING || tp == mysql.MYSQL_TYPE_BLOB
+		if tp == mysql.MYSQL_TYPE_STRING {
+			real, _ := stringType(meta)
+			variable = real == mysql.MYSQL_TYPE_STRING
+		}
+		switch n, ok := columnLength(zeros[:], tp, meta); {
+		case variable:
+			p.lengths[c] = lengthInValue
+			p.runs = append(p.runs, planRun{fixed: fixed, column: int32(c)})
+			fixed = 0
+		case ok:
+			p.lengths[c] = int16(n)
+			fixed += int32(n)
+		default:
+			p.lengths[c] = lengthUnknown
+			known = false
+		}
+	}
+	p.runs = append(p.runs, planRun{fixed: fixed, column: -1})
+	if !known {
+		p.runs = nil
+	}
+	return p
+}
+
+// walkFull walks a full image without NULLs, from pos (past its NULL
+// bitmap): its length, or ok=false where walkImage would fail.
+func (s imageShape) walkFull(data []byte, pos int) (int, bool) {
+	for _, run := range s.plan.runs {
+		pos += int(run.fixed)
+		if pos > len(data) {
+			return 0, false
+		}
+		if run.column < 0 {
+			break
+		}
+		n, ok := columnLength(data[pos:], s.table.ColumnType[run.column], s.table.ColumnMeta[run.column])
+		if !ok {
+			return 0, false
+		}
+		pos += n
+	}
+	return pos, true
+}
+
+// allSet reports whether bitmap holds the first n columns.
+func allSet(bitmap []byte, n int) bool {
+	for ; n >= 8; n -= 8 {
+		if bitmap[0] != 0xFF {
+			return false
+		}
+		bitmap = bitmap[1:]
+	}
+	return n == 0 || bitmap[0]&byte(1<<n-1) == byte(1<<n-1)
+}
+
+func allZero(b []byte) bool {
+	for _, v := range b {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // walkImage walks one row image at the start of data, with bitmap saying
@@ -171,19 +269,29 @@ type imageShape struct {
 // reads the columns r wants into r.row. It returns the length walked (the
 // image's, with limit at the column count), or ok=false where checkImages
 // would fail.
-func (s imageShape) walkImage(data, bitmap []byte, limit int, r *imageReader) (n int, ok bool) {
+//
+// full says bitmap holds every column: then, walked whole and holding no
+// NULL, the image is walked by its plan's runs.
+func (s imageShape) walkImage(data, bitmap []byte, full bool, limit int, r *imageReader) (n int, ok bool) {
 	present, col := 0, 0
-	for ; col+8 <= s.columns; col += 8 {
-		present += bits.OnesCount8(bitmap[col>>3])
-	}
-	if col < s.columns {
-		present += bits.OnesCount8(bitmap[col>>3] & byte(1<<(s.columns-col)-1))
+	if full {
+		present = s.columns
+	} else {
+		for ; col+8 <= s.columns; col += 8 {
+			present += bits.OnesCount8(bitmap[col>>3])
+		}
+		if col < s.columns {
+			present += bits.OnesCount8(bitmap[col>>3] & byte(1<<(s.columns-col)-1))
+		}
 	}
 	nulls := (present + 7) / 8
 	if len(data) < nulls {
 		return 0, false
 	}
 	nullBitmap, pos, seen := data[:nulls], nulls, 0
+	if full && r == nil && limit == s.columns && s.plan != nil && s.plan.runs != nil && allZero(nullBitmap) {
+		return s.walkFull(data, pos)
+	}
 	for i := 0; i < limit; i++ {
 		if !isBit(bitmap, i) {
 			if r != nil {
@@ -201,8 +309,12 @@ func (s imageShape) walkImage(data, bitmap []byte, limit int, r *imageReader) (n
 			continue
 		}
 		tp, meta := s.table.ColumnType[i], s.table.ColumnMeta[i]
-		n, ok := columnLength(data[pos:], tp, meta)
-		if !ok {
+		var n int
+		if s.plan != nil && s.plan.lengths[i] >= 0 {
+			if n = int(s.plan.lengths[i]); pos+n > len(data) {
+				return 0, false
+			}
+		} else if n, ok = columnLength(data[pos:], tp, meta); !ok {
 			return 0, false
 		}
 		if wanted {
@@ -227,35 +339,43 @@ func isBit(bitmap []byte, i int) bool { return bitmap[i>>3]&(1<<(uint(i)&7)) != 
 // shapeOf returns the shape of re's images, false when this file cannot
 // walk them: an event whose columns its table map does not describe, or a
 // MySQL partial update.
-func rowsShape(re *replication.RowsEvent) (imageShape, bool) {
+func rowsShape(re *replication.RowsEvent, plan *columnPlan) (imageShape, bool) {
 	t := re.Table
 	if t == nil || re.Type() == replication.EnumRowsEventTypeUnknown || int(re.ColumnCount) > len(t.ColumnType) ||
 		len(t.ColumnMeta) < int(re.ColumnCount) || len(re.ColumnBitmap1)*8 < int(re.ColumnCount) ||
 		(re.ColumnBitmap2 != nil && len(re.ColumnBitmap2)*8 < int(re.ColumnCount)) {
 		return imageShape{}, false
 	}
-	return imageShape{table: t, columns: int(re.ColumnCount)}, true
+	if plan != nil && len(plan.lengths) != int(re.ColumnCount) {
+		plan = nil
+	}
+	return imageShape{table: t, columns: int(re.ColumnCount), plan: plan}, true
 }
 
 // checkImages reports whether the rows of re (its header decoded), images
 // being the bytes after its header, can be left pending: every value has
 // a type this file knows, and the images end where the event does. It
 // appends to starts where each image begins in images.
-func checkImages(re *replication.RowsEvent, images []byte, starts []uint32) ([]uint32, bool) {
-	s, ok := rowsShape(re)
+//
+// plan, when not nil, is the plan of re's table map's first re.ColumnCount
+// columns.
+func checkImages(re *replication.RowsEvent, images []byte, starts []uint32, plan *columnPlan) ([]uint32, bool) {
+	s, ok := rowsShape(re, plan)
 	if !ok || len(images) == 0 || len(images) > math.MaxUint32 {
 		return starts, false
 	}
+	full1 := allSet(re.ColumnBitmap1, s.columns)
+	full2 := re.ColumnBitmap2 != nil && allSet(re.ColumnBitmap2, s.columns)
 	for pos := 0; pos < len(images); {
 		starts = append(starts, uint32(pos))
-		n, ok := s.walkImage(images[pos:], re.ColumnBitmap1, s.columns, nil)
+		n, ok := s.walkImage(images[pos:], re.ColumnBitmap1, full1, s.columns, nil)
 		if !ok || n == 0 {
 			return starts, false
 		}
 		pos += n
 		if re.ColumnBitmap2 != nil {
 			starts = append(starts, uint32(pos))
-			if n, ok = s.walkImage(images[pos:], re.ColumnBitmap2, s.columns, nil); !ok || n == 0 {
+			if n, ok = s.walkImage(images[pos:], re.ColumnBitmap2, full2, s.columns, nil); !ok || n == 0 {
 				return starts, false
 			}
 			pos += n
@@ -270,6 +390,7 @@ func checkImages(re *replication.RowsEvent, images []byte, starts []uint32) ([]u
 type PendingRows struct {
 	images []byte
 	starts []uint32
+	plan   *columnPlan // nil: none worked out
 }
 
 // RowsPending reports whether the event is a row event whose rows are
@@ -310,7 +431,7 @@ func (e *Event) EachImage(want []bool, row []Value, skipped []int, fn func(row [
 		return false
 	}
 	images, starts := e.pending.images, e.pending.starts
-	s, ok := rowsShape(re)
+	s, ok := rowsShape(re, e.pending.plan)
 	if !ok || len(row) < s.columns {
 		return false
 	}
@@ -342,7 +463,7 @@ func (e *Event) EachImage(want []bool, row []Value, skipped []int, fn func(row [
 		if int(start) > len(images) {
 			return false
 		}
-		if _, ok := s.walkImage(images[start:], bitmap, limit, &r); !ok {
+		if _, ok := s.walkImage(images[start:], bitmap, false, limit, &r); !ok {
 			return false
 		}
 		if !fn(r.row, r.skipped) {
