@@ -377,7 +377,7 @@ func (d *Decoder) begin(ev *replication.BinlogEvent) *Transaction {
 		Size:         len(ev.RawData),
 		SourceTime:   time.Unix(int64(ev.Header.Timestamp), 0),
 	}
-	txn.Tables = txn.tablesRoom[:0]
+	txn.Tables, txn.Schemas = txn.tablesRoom[:0], txn.schemasRoom[:0]
 	switch g := ev.Event.(type) {
 	case *replication.MariadbGTIDEvent:
 		txn.Flavor = FlavorMariaDB

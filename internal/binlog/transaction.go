@@ -111,9 +111,10 @@ type Transaction struct {
 	// Schemas and Tables touched, in first-seen order, without repeats.
 	Schemas []string
 	Tables  []TableRef
-	// tablesRoom is where Tables begins, so that a group of a few tables
-	// costs no allocation of its own for them.
-	tablesRoom [4]TableRef
+	// tablesRoom and schemasRoom are where Tables and Schemas begin, so
+	// that a group of a few tables costs no allocation of its own for them.
+	tablesRoom  [4]TableRef
+	schemasRoom [1]string
 
 	// Begin is the GTID event. Events are the rest of the group in source
 	// order, including BEGIN and the terminating XID or COMMIT when present.
