@@ -85,6 +85,7 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 		// A DDL may have dropped the session's default database.
 		s.db = ""
 	}
+	body, tail = s.inMixed(txn, shape, apart, body, tail)
 	return body, tail, nil
 }
 
