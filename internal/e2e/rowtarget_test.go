@@ -58,7 +58,8 @@ func targetBinlogEvents(t *testing.T, sb *sandboxT) []binlogEvent {
 // TestRowTargetLogsRowsForAStatementSource replicates a source in MIXED
 // (and, for some groups, STATEMENT) format to a target whose binlog_format
 // is ROW: DML on InnoDB, MyISAM and Aria tables, a temporary table feeding
-// permanent ones, a group of statements on several engines. The target's
+// permanent ones, groups of statements on several engines (one naming the
+// temporary table). The target's
 // binlog must hold the source's DML as row events only, no Query event with
 // DML in it, and the source's GTIDs; the tables must equal the primary's.
 func TestRowTargetLogsRowsForAStatementSource(t *testing.T) {
@@ -94,6 +95,9 @@ func TestRowTargetLogsRowsForAStatementSource(t *testing.T) {
 		// format logs it so): applied in parts, each logged as rows.
 		"SET SESSION binlog_format=STATEMENT",
 		"BEGIN", "INSERT INTO rt.i VALUES (200, 1)", "INSERT INTO rt.m VALUES (200, 1), (201, 2)", "INSERT INTO rt.a VALUES (200, 2)", "COMMIT",
+		// One such group that names the source's temporary table: its
+		// parts must find it on the statement session.
+		"BEGIN", "INSERT INTO rt.m VALUES (400, 4)", "INSERT INTO rt.tmp VALUES (400, 4)", "INSERT INTO rt.i SELECT id, v FROM rt.tmp WHERE id = 400", "COMMIT",
 		"SET SESSION binlog_format=MIXED",
 		"DROP TEMPORARY TABLE rt.tmp",
 		"INSERT INTO rt.i VALUES (300, 3)",

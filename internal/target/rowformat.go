@@ -14,7 +14,10 @@
 //     events, a DDL: the same shapes as in MIXED, logged as rows;
 //   - several statements on tables that are not transactional: applied in
 //     parts (parts.go), each part its own group, all but the last in
-//     gapless's own domain, all as rows;
+//     gapless's own domain, all as rows. The target lets a session that
+//     holds temporary tables switch domain in ROW (it binlogs none of
+//     them), and the parts keep the source's server id, so they find the
+//     source's temporary tables (ownDomainAs);
 //   - a group that must stay one transaction and writes a table that is
 //     not transactional with more than one statement (savepoints, a
 //     ROLLBACK, a group run whole: see mixedReason): applied in MIXED, with
