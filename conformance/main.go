@@ -32,9 +32,12 @@ import (
 
 // options are the command line.
 type options struct {
-	List           string
-	Cases          []string
-	Formats        []string
+	List    string
+	Cases   []string
+	Formats []string
+	// TargetFormat is every target's binlog_format (MariaDB's replica's
+	// and gapless's), "" for the primary's.
+	TargetFormat   string
 	Variants       []string
 	Jobs           int
 	Workers        int
@@ -82,10 +85,11 @@ func main() {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
-	var cases, formats, variants string
+	var cases, formats, variants, targetFormat string
 	fs.StringVar(&o.List, "list", "", "list file of cases, one suite.test a line (conformance/lists/*.txt)")
 	fs.StringVar(&cases, "cases", "", "run only these cases (comma-separated suite.test; need not be in the list)")
 	fs.StringVar(&formats, "formats", "mixed,row", "the primary's binlog formats: mixed, row, statement, row-minimal and row-noblob (ROW with binlog_row_image=MINIMAL or NOBLOB), mixed-compressed and row-compressed (log_bin_compress=ON)")
+	fs.StringVar(&targetFormat, "target-binlog-format", "", "every target's binlog_format (mixed, row or statement), for MariaDB's replica and gapless alike (default: the primary's)")
 	fs.StringVar(&variants, "variants", "default,no-target-binlog", "gapless variants: "+variantNames()+" (stopped and killed interrupt gapless after 1, 2, 4, ... commits and run it again)")
 	fs.IntVar(&o.Jobs, "jobs", 1, "cases run at once")
 	fs.IntVar(&o.Workers, "workers", 8, "gapless --workers for the first run of each case")
@@ -119,6 +123,12 @@ func parseFlags(args []string) (options, error) {
 		}
 	}
 	o.Formats = splitList(formats)
+	switch f := strings.ToUpper(targetFormat); f {
+	case "", "MIXED", "ROW", "STATEMENT":
+		o.TargetFormat = f
+	default:
+		return o, fmt.Errorf("--target-binlog-format: %q is not mixed, row or statement", targetFormat)
+	}
 	o.Variants = splitList(variants)
 	for _, f := range o.Formats {
 		if _, ok := binlogFormats[f]; !ok {
@@ -212,7 +222,7 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 		return summary{}, err
 	}
 	r := &runner{env: env, fleet: f, template: template, gapless: o.Gapless, workers: o.Workers,
-		policy: o.Policy, extraFlags: o.GaplessFlags,
+		policy: o.Policy, extraFlags: o.GaplessFlags, targetFormat: o.TargetFormat,
 		testTimeout: o.TestTimeout, applyTimeout: o.ApplyTimeout, replicaTimeout: o.ReplicaTimeout, keepFailed: o.KeepFailed, keepAll: o.KeepAll}
 	for _, name := range o.Variants {
 		v, _ := lookupVariant(name)
@@ -286,7 +296,7 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 	}
 	info := runInfo{List: o.List, Command: o.Command, Started: started, Duration: time.Since(started),
 		Gapless: gaplessVersion(o.Gapless), ServerVersion: env.ServerVersion, Formats: o.Formats, Variants: o.Variants, Jobs: o.Jobs,
-		Workers: o.Workers, Policy: o.Policy, GaplessFlags: o.GaplessFlags}
+		Workers: o.Workers, Policy: o.Policy, GaplessFlags: o.GaplessFlags, TargetFormat: o.TargetFormat}
 	if err := os.MkdirAll(filepath.Dir(sum.ReportPath), 0o755); err != nil {
 		return sum, err
 	}

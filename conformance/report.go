@@ -24,6 +24,7 @@ type runInfo struct {
 	Gapless       string // the binary and the commit it was built from
 	ServerVersion string
 	Formats       []string
+	TargetFormat  string // every target's binlog_format, "" = the primary's
 	Variants      []string
 	Jobs          int
 	Workers       int
@@ -50,6 +51,9 @@ func writeReport(w io.Writer, info runInfo, results []caseResult) {
 	p("`%s` (%d jobs, %s). gapless: %s. Server: %s.", info.Command, info.Jobs, info.Duration.Round(time.Second), info.Gapless, info.ServerVersion)
 	p("")
 	p("Each case's .test file ran with mariadb-test on a fresh primary (mtr's default server options, the test's own options, binlog format as below);")
+	if info.TargetFormat != "" {
+		p("every target (MariaDB's replica's and gapless's) ran with binlog_format=%s;", info.TargetFormat)
+	}
 	p("its binlog was then applied by MariaDB's built-in replica and by `%s` (once per variant), each onto a fresh target,", info.replicateCommand())
 	p("and every target compared with the primary. A gapless failure is counted only where MariaDB's replica reached the position with a target equal to the primary.")
 	p("")

@@ -33,6 +33,7 @@ type runner struct {
 	workers      int
 	policy       string   // --policy of the first run
 	extraFlags   []string // --gapless-flags
+	targetFormat string   // --target-binlog-format: every target's binlog_format, "" = the primary's
 	variants     []variant
 	testTimeout  time.Duration
 	applyTimeout time.Duration
@@ -255,6 +256,9 @@ func (r *runner) startPrimary(ctx context.Context, files caseFiles, format, dir 
 // each sees a vardir of its own (vardir.go).
 func (r *runner) startTarget(ctx context.Context, files caseFiles, format, dir, name string, servers *caseServers) (*sandbox.Server, error) {
 	cfg := caseServerConfig(filepath.Join(dir, "targets"), name, 0, format, files.TargetOptions)
+	if r.targetFormat != "" {
+		cfg.BinlogFormat = r.targetFormat
+	}
 	if r.privateVardir {
 		view := targetView(dir, name)
 		if err := mirrorVardir(dir, view); err != nil {

@@ -250,7 +250,7 @@ func applyConfig(f replicateFlags, in checkedFlags, servers *checkedServers, log
 		Relay:          binlog.RelayOptions{Dir: f.relayDir, SegmentSize: f.segmentSize, Logger: logger, Source: servers.sourceID.String()},
 		Target:         servers.target,
 		TargetServerID: servers.targetID.serverID,
-		Session:        target.Options{KeepGTID: servers.keepGTID, WriteBinlog: servers.writeBinlog, Server: servers.targetCfg},
+		Session:        target.Options{KeepGTID: servers.keepGTID, WriteBinlog: servers.writeBinlog, RowFormat: servers.rowFormat, Server: servers.targetCfg},
 		Workers:        f.workers,
 		BatchMax:       batch,
 		BatchBytes:     batchBytes,

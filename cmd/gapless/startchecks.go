@@ -42,6 +42,7 @@ type checkedServers struct {
 	sourceID, targetID   serverIdentity
 	writeBinlog          bool        // applied transactions go to the target's binlog
 	keepGTID             bool        // ... and keep the source's GTIDs there
+	rowFormat            bool        // ... and the apply sessions log rows (the target's binlog_format is ROW)
 	cluster              galera.Node // the target as a Galera node (On false: it is none)
 	// start is where the run starts when the target holds no position for
 	// the stream: --start-position, else the target's @@gtid_slave_pos in
@@ -137,10 +138,9 @@ func (s *checkedServers) openTarget(ctx context.Context, url string, serverID ui
 	if s.cluster, err = checkGaleraTarget(ctx, db, s.writeBinlog, logger); err != nil {
 		return err
 	}
-	if s.writeBinlog && !s.cluster.On {
-		// A Galera node logs every change of a client session as rows.
-		warnRowTargetGetsStatements(ctx, s.sourceFormat, db, logger)
-	}
+	// A Galera node logs every change of a client session as rows, whatever
+	// the session's format.
+	s.rowFormat = s.writeBinlog && !s.cluster.On && targetLogsRows(ctx, s.sourceFormat, db, logger)
 	return nil
 }
 
@@ -323,24 +323,22 @@ func targetWritesBinlog(ctx context.Context, db *sql.DB, want bool) (bool, error
 	return logBin == 1, nil
 }
 
-// warnRowTargetGetsStatements warns when the target's binlog_format is ROW
-// and sourceFormat is not: the apply sessions binlog in MIXED, so the
-// source's statements go to the target's binlog as statements, which a
-// reader of it that takes only row events (a CDC tool) would not see.
-// A target that cannot say is left alone.
-func warnRowTargetGetsStatements(ctx context.Context, sourceFormat string, tgt *sql.DB, logger *slog.Logger) {
+// targetLogsRows reports whether the target's global binlog_format is
+// ROW: the apply sessions then log rows too (target.Options.RowFormat), so
+// that a reader of the target's binlog that takes only row events (a CDC
+// tool) sees the changes the source logged as statements. A target that
+// cannot say is taken for MIXED.
+func targetLogsRows(ctx context.Context, sourceFormat string, tgt *sql.DB, logger *slog.Logger) bool {
 	var targetFormat string
-	if tgt.QueryRowContext(ctx, "SELECT @@global.binlog_format").Scan(&targetFormat) != nil {
-		return
+	if tgt.QueryRowContext(ctx, "SELECT @@global.binlog_format").Scan(&targetFormat) != nil || !strings.EqualFold(targetFormat, "ROW") {
+		return false
 	}
-	if !strings.EqualFold(targetFormat, "ROW") || strings.EqualFold(sourceFormat, "ROW") {
-		return
+	if !strings.EqualFold(sourceFormat, "ROW") {
+		logger.Info("the target's binlog_format is ROW: the changes the source logs as statements go to the target's binlog as rows; "+
+			"a group that must stay one transaction and writes a table that is not transactional is applied in MIXED, with a warning naming it",
+			"source format", sourceFormat, "target format", targetFormat)
 	}
-	logger.Warn("the target's binlog_format is ROW, but the source's is "+sourceFormat+": the changes the source logs as statements go to the target's binlog as those statements, not as rows "+
-		"(gapless binlogs the source's events as the source logged them, so that each source transaction stays one GTID group on the target), "+
-		"and a reader of the target's binlog that takes only row events (a CDC tool) would miss them; "+
-		"SET GLOBAL binlog_format=ROW on the source makes every change a row event in both binlogs",
-		"source format", sourceFormat, "target format", targetFormat)
+	return true
 }
 
 // refuseRing refuses causal commit order with the target's binlog written

@@ -24,12 +24,8 @@ import (
 // the source logs as one group of a statement a call, flagged DDL, and which
 // the target keeps as one GTID group too. The run warns once,
 // at its start, that such a source can log statements that leave a replica
-// different, and that the target, in ROW format, binlogs the source's
-// statements as statements; the tables then compare equal.
-// rowTargetWarning begins the warning a run gives when the target's binlog
-// is in ROW format and the source's is not.
-const rowTargetWarning = "the target's binlog_format is ROW, but the source's is"
-
+// different; the target, in ROW format, binlogs the source's changes as
+// rows; the tables then compare equal.
 func TestReplicatesStatementFormatSource(t *testing.T) {
 	sb := sandbox.UpForTest(t, sandbox.Options{Fast: true, PrimaryExtra: []string{"binlog_format=STATEMENT"}})
 	mustExec(t, sb.Primary, "SET GLOBAL log_bin_trust_function_creators=1")
@@ -98,15 +94,17 @@ func TestReplicatesStatementFormatSource(t *testing.T) {
 	if !strings.Contains(first.stderr, "binlog_format=STATEMENT") {
 		t.Errorf("the run did not warn that the source writes STATEMENT format:\n%s", first.stderr)
 	}
-	// The target is in ROW format, and holds the source's statements as
-	// statements: the run says so.
-	if !strings.Contains(first.stderr, rowTargetWarning) {
-		t.Errorf("the run did not warn that the target, in ROW format, binlogs the source's statements:\n%s", first.stderr)
+	// The target is in ROW format, and holds the source's changes as rows
+	// (internal/target/rowformat.go).
+	if out := targetBinlogText(t, sb); bytes.Contains(out, []byte("INSERT INTO st.m VALUES (1, 0), (2, 0)")) {
+		t.Errorf("the target's binlog, in ROW format, holds the source's INSERT as a statement:\n%.3000s", out)
 	}
-	if out := targetBinlogText(t, sb); !bytes.Contains(out, []byte("INSERT INTO st.m VALUES (1, 0), (2, 0)")) {
-		t.Errorf("the target's binlog, in ROW format, does not hold the source's INSERT as a statement, as the warning says:\n%.3000s", out)
-	}
-	requireEqual(t, sb)
+	// The tables only: the source's last group of domain 0 is the LOAD
+	// DATA that failed, which changes nothing, and a target in ROW format
+	// logs no group for it (nor does MariaDB's replica in ROW), so the
+	// target's binlog ends one GTID short of the primary's until the next
+	// write.
+	requireEqualTables(t, sb)
 
 	// More after a stop, on the same source session, with another
 	// session's load beside it.
@@ -120,5 +118,7 @@ func TestReplicatesStatementFormatSource(t *testing.T) {
 	connExec(t, s, "INSERT INTO st.t (id, v) SELECT id + 100, v FROM tmp", "DROP TEMPORARY TABLE tmp")
 	smallWorkload(t, sb, 200, 41)
 	replicateUntilCaughtUp(t, sb, relay, "--workers", "8")
-	requireEqual(t, sb)
+	// (The tables only, as above: the DROP TEMPORARY TABLE and the groups
+	// that change nothing leave no GTID in a ROW target's binlog.)
+	requireEqualTables(t, sb)
 }

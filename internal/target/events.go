@@ -49,10 +49,14 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 		body = s.outsideBinlog(s.opts.BegunMark(txn.MariaDB))
 	}
 	switch {
-	case s.rowsApart(txn), apart > 0:
-		// The first part goes in gapless's own domain; the source's GTID
-		// waits for the last (events).
+	case s.rowsApart(txn):
+		// The DDL goes in gapless's own domain; the source's GTID waits
+		// for the rows (events).
 		body = append(body, ownDomainStatement)
+	case apart > 0:
+		// The first part goes in gapless's own domain, as the source's
+		// server; the source's GTID waits for the last (events).
+		body = append(body, ownDomainAs(txn.MariaDB.Server))
 	case s.opts.KeepGTID && txn.Flavor == binlog.FlavorMariaDB:
 		body = append(body, gtidStatements(txn.MariaDB)...)
 	}
@@ -85,6 +89,7 @@ func (s *Session) script(txn *binlog.Transaction, checkpoint string) (body, tail
 		// A DDL may have dropped the session's default database.
 		s.db = ""
 	}
+	body, tail = s.inMixed(txn, shape, apart, body, tail)
 	return body, tail, nil
 }
 

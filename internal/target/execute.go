@@ -261,16 +261,22 @@ func (s *Session) Rollback(ctx context.Context) {
 		s.conn.exec([]string{"ROLLBACK"})
 		return
 	}
+	// A group applied in MIXED on a session that logs rows may have
+	// failed before its end took the session back to ROW (rowformat.go).
+	var format []string
+	if s.opts.RowFormat {
+		format = []string{rowsAgain}
+	}
 	if s.holdsTemporary() && s.opts.KeepGTID {
 		// Between groups, as after one (toRest).
-		if s.conn.exec([]string{"ROLLBACK", restOutsideBinlog}) == nil {
+		if s.conn.exec(append([]string{"ROLLBACK", restOutsideBinlog}, format...)) == nil {
 			s.resting = true
 		}
 		return
 	}
 	// A script that failed amid statements run outside the binlog
 	// (outsideBinlog) left the session so: what runs next is binlogged.
-	if s.conn.exec([]string{"ROLLBACK", binlogAgain}) == nil {
+	if s.conn.exec(append([]string{"ROLLBACK", binlogAgain}, format...)) == nil {
 		s.resting = false
 	}
 }

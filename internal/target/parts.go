@@ -5,7 +5,8 @@
 //
 // Invariant: the source's domain gets exactly one group, under the source's
 // GTID, and only once all of the group is applied: every part but the last
-// goes in gapless's own GTID domain (ownDomainStatement).
+// goes in gapless's own GTID domain (ownDomainStatement; parts of the
+// source's statements as the source's server: ownDomainAs).
 package target
 
 import (
@@ -25,11 +26,29 @@ import (
 var errDomainPinned = errors.New("the session's temporary tables keep it in its GTID domain")
 
 // ownDomainStatement puts what the session binlogs next in gapless's own
-// GTID domain, under a sequence number the server gives: one set for a
-// group of the source's that logged nothing (statements on temporary
-// tables only) would still be set, and gapless's own domain may be further
-// on (1950, found by the random load at GAPLESS_RANDOM_SCALE=10).
+// GTID domain, under the target's server id and a sequence number the
+// server gives: one set for a group of the source's that logged nothing
+// (statements on temporary tables only) would still be set, and gapless's
+// own domain may be further on (1950, found by the random load at
+// GAPLESS_RANDOM_SCALE=10).
 var ownDomainStatement = fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=@@global.server_id, @@session.gtid_seq_no=0", ckpt.OwnDomain)
+
+// ownDomainAs is ownDomainStatement for the parts of a group of the
+// source's statements (statementsApart): they keep the source's server id,
+// as the group's last part does. The server files a session's temporary
+// tables under its server_id and pseudo_thread_id, so under the target's
+// server id a part would not find the temporary tables the source's
+// session made before the group (1146), and one it made would be lost to
+// the statements after it. (A target in MIXED refuses the switch while the
+// session holds temporary tables it binlogged, and the group runs whole;
+// one in ROW binlogs none and lets it through: rowformat.go.)
+func ownDomainAs(server uint32) string {
+	return fmt.Sprintf("SET @@session.gtid_domain_id=%d, @@session.server_id=%d, @@session.gtid_seq_no=0", ckpt.OwnDomain, server)
+}
+
+// ownDomainSwitch is how both statements that switch to gapless's own
+// domain begin.
+var ownDomainSwitch = fmt.Sprintf("SET @@session.gtid_domain_id=%d, ", ckpt.OwnDomain)
 
 // rowsApart reports whether txn is a DDL group with rows after its
 // statement (CREATE TABLE ... SELECT logged as rows), to be applied in two
@@ -49,11 +68,11 @@ func (s *Session) rowsApart(txn *binlog.Transaction) bool {
 // where the source has one group for them all (it does so for a CALL, or
 // after a transactional change); so all but the last go in gapless's own
 // domain, outside any transaction, and the last under the source's GTID.
-// A session holding temporary tables may not leave the domain it made them
-// in (1953): there the group runs again whole (s.whole), in the source's
-// transaction, and checkOneGroup stops the run should the target still
-// split it (the group may touch only transactional tables; the flag says
-// only that some table is not).
+// A session holding temporary tables it binlogged (in MIXED) may not leave
+// the domain it made them in (1953): there the group runs again whole
+// (s.whole), in the source's transaction, and checkOneGroup stops the run
+// should the target still split it (the group may touch only
+// transactional tables; the flag says only that some table is not).
 func (s *Session) statementsApart(txn *binlog.Transaction, shape groupShape) int {
 	if n, _ := s.nonTransactionalStatements(txn, shape); n >= 2 {
 		return n

@@ -101,10 +101,10 @@ func (p *roundTripStatements) add(stmt string) error {
 	}
 	p.stmts = append(p.stmts, text)
 	p.size += len(text) + 2
-	if text == ownDomainStatement && s.temporary {
-		// It may be refused (temporary tables pin the session's
-		// domain): it ends its packet, so that nothing after it has run
-		// when it is.
+	if s.temporary && strings.HasPrefix(text, ownDomainSwitch) {
+		// It may be refused (temporary tables the session binlogged,
+		// in MIXED, pin its domain): it ends its packet, so that nothing
+		// after it has run when it is.
 		if err := p.send(0, 0); err != nil {
 			if code, _ := errorCode(err); code == errGTIDInTransaction {
 				return fmt.Errorf("%w: %w", errDomainPinned, err)

@@ -36,6 +36,10 @@ type Options struct {
 	KeepGTID bool
 	// WriteBinlog is false to keep the applied transactions out of the target's binlog.
 	WriteBinlog bool
+	// RowFormat makes the sessions log in ROW format, not MIXED, where
+	// they write the target's binlog: the target's global binlog_format is
+	// ROW, and its readers expect rows (rowformat.go).
+	RowFormat bool
 	// MaxStatement bounds one round trip in bytes (0: the target's max_allowed_packet less a margin).
 	MaxStatement int
 	// Server is the target's address and credentials.
@@ -84,6 +88,9 @@ type Session struct {
 	// lastApart, while a script is made, is the number of the statement of
 	// a group applied in parts that takes the source's GTID (statementsApart).
 	lastApart int
+	// mixedGroups counts the groups the session applied in MIXED on a
+	// target whose format is ROW (rowformat.go), for its warnings.
+	mixedGroups int
 	// ran counts the statements of the last script run that succeeded.
 	ran int
 	// temporary is set once the session's connection has created a
@@ -193,12 +200,12 @@ func (s *Session) prepare() error {
 		// whole transaction again in base64, which more than doubled what
 		// the target wrote and cost a third of its CPU per transaction.
 		setup += ", @@session.binlog_annotate_row_events=0"
-		// The source's statements are binlogged as statements, as the
-		// source logged them (MIXED keeps that and logs row events as
-		// rows): in ROW format the target would write each statement's
-		// changes to a non-transactional table as a GTID group of its own,
-		// where the source has one group for them all.
-		setup += ", @@session.binlog_format='MIXED'"
+		// MIXED: the source's statements are binlogged as statements, as
+		// the source logged them, and row events as rows. ROW where the
+		// target's global format is ROW: its readers expect rows. (In ROW
+		// the target writes each statement's changes to a table that is
+		// not transactional as a GTID group of its own: rowformat.go.)
+		setup += ", @@session.binlog_format='" + s.opts.sessionFormat() + "'"
 		// A statement on a non-transactional table inside a transaction
 		// goes to the transaction's cache, as under the server's default:
 		// with the option on (mtr sets it), the target logs such statements
