@@ -107,36 +107,34 @@ func keptTemporaries(ctx context.Context, db *sql.DB, stream string) ([]KeptTemp
 // killed, or its host or the target went down, and the temporary tables
 // its statement session held are lost).
 func (s *Store) MarkRunning(ctx context.Context) (ended bool, err error) {
+	n, err := s.writeRunningMark(ctx, "INSERT IGNORE INTO "+Schema+"."+TemporaryTable+" (stream, copy, domain_id, server_id, thread_id, db, name, definition, saved_at) VALUES (?, ?, 0, 0, 0, '', '', '', UTC_TIMESTAMP(6))")
+	return n == 1, err
+}
+
+// writeRunningMark runs stmt, whose two parameters are the stream and the
+// running mark's copy name, outside the target's binlog, and returns the
+// rows it changed.
+func (s *Store) writeRunningMark(ctx context.Context, stmt string) (int64, error) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		return false, fmt.Errorf("target: %w", err)
+		return 0, fmt.Errorf("target: %w", err)
 	}
 	defer Discard(conn)
 	if _, err := conn.ExecContext(ctx, "SET @@session.sql_log_bin=0"); err != nil {
-		return false, fmt.Errorf("target: %w", err)
+		return 0, fmt.Errorf("target: %w", err)
 	}
-	res, err := conn.ExecContext(ctx, "INSERT IGNORE INTO "+Schema+"."+TemporaryTable+" (stream, copy, domain_id, server_id, thread_id, db, name, definition, saved_at) VALUES (?, ?, 0, 0, 0, '', '', '', UTC_TIMESTAMP(6))", s.stream, runningMark)
+	res, err := conn.ExecContext(ctx, stmt, s.stream, runningMark)
 	if err != nil {
-		return false, fmt.Errorf("target: write %s.%s: %w", Schema, TemporaryTable, err)
+		return 0, fmt.Errorf("target: write %s.%s: %w", Schema, TemporaryTable, err)
 	}
 	n, _ := res.RowsAffected()
-	return n == 1, nil
+	return n, nil
 }
 
 // EndRunning removes MarkRunning's record, as a run ends on its own terms.
 func (s *Store) EndRunning(ctx context.Context) error {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("target: %w", err)
-	}
-	defer Discard(conn)
-	if _, err := conn.ExecContext(ctx, "SET @@session.sql_log_bin=0"); err != nil {
-		return fmt.Errorf("target: %w", err)
-	}
-	if _, err := conn.ExecContext(ctx, "DELETE FROM "+Schema+"."+TemporaryTable+" WHERE stream = ? AND copy = ?", s.stream, runningMark); err != nil {
-		return fmt.Errorf("target: write %s.%s: %w", Schema, TemporaryTable, err)
-	}
-	return nil
+	_, err := s.writeRunningMark(ctx, "DELETE FROM "+Schema+"."+TemporaryTable+" WHERE stream = ? AND copy = ?")
+	return err
 }
 
 // clearTemporaries drops the copies a run of stream kept, and their rows,
@@ -167,16 +165,6 @@ func clearTemporaries(ctx context.Context, conn *sql.Conn, db *sql.DB, stream st
 // from what it has delivered, and the last writeset of a node that just
 // died is delivered only when the others have agreed on its death.
 func (s *Store) Settle(ctx context.Context) error {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("target: %w", err)
-	}
-	defer Discard(conn)
-	if _, err := conn.ExecContext(ctx, "SET @@session.sql_log_bin=0"); err != nil {
-		return fmt.Errorf("target: %w", err)
-	}
-	if _, err := conn.ExecContext(ctx, "UPDATE "+Schema+"."+TemporaryTable+" SET saved_at = UTC_TIMESTAMP(6) WHERE stream = ? AND copy = ?", s.stream, runningMark); err != nil {
-		return fmt.Errorf("target: write %s.%s: %w", Schema, TemporaryTable, err)
-	}
-	return nil
+	_, err := s.writeRunningMark(ctx, "UPDATE "+Schema+"."+TemporaryTable+" SET saved_at = UTC_TIMESTAMP(6) WHERE stream = ? AND copy = ?")
+	return err
 }
