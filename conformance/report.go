@@ -58,64 +58,8 @@ func writeReport(w io.Writer, info runInfo, results []caseResult) {
 	p("and every target compared with the primary. A gapless failure is counted only where MariaDB's replica reached the position with a target equal to the primary.")
 	p("")
 
-	cells, notRun, empty := countResults(results, info.Variants)
-	p("## Counts")
-	p("")
-	p("| format | gapless variant | cases run | not comparable | gapless ok | stopped: temporary table lost | gapless failed | of which SILENT | of which hang | fail serially too |")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-	for _, f := range info.Formats {
-		for _, v := range info.Variants {
-			t := cells[[2]string{f, v}]
-			if t == nil {
-				t = &tally{}
-			}
-			p("| %s | %s | %d | %d | %d | %d | %d | %d | %d | %d |", f, v, t.Run, t.NotComparable, t.OK, t.Lost, t.Failed, t.Silent, t.Hang, t.SerialToo)
-		}
-	}
-	p("")
-	for _, f := range info.Formats {
-		p("- %s: %d more cases left an empty binlog (the test skipped itself or wrote nothing), %d could not be run here.", f, empty[f], notRun[f])
-	}
-	p("")
-
-	p("## gapless failures where MariaDB's replica succeeded")
-	p("")
-	var failures [][]string
-	for _, r := range results {
-		for _, g := range r.Gapless {
-			if !g.Failed() {
-				continue
-			}
-			serial := "not rerun"
-			if g.Serial != nil {
-				if g.Serial.Failed() {
-					serial = "fails too (" + g.Serial.Verdict + ")"
-				} else {
-					serial = "passes"
-				}
-			}
-			failures = append(failures, []string{r.Case.ID(), r.Format, g.Variant, g.Verdict, serial, g.Message})
-		}
-	}
-	if len(failures) == 0 {
-		p("None.")
-	} else {
-		p("| test | format | variant | verdict | serial rerun (`--workers 1 --policy serial`) | gapless's message |")
-		p("|---|---|---|---|---|---|")
-		for _, row := range failures {
-			p("| %s |", strings.Join(cells6(row), " | "))
-		}
-		p("")
-		p("By message (the GTIDs, names and numbers of a message masked):")
-		p("")
-		p("| failures | message |")
-		p("|---:|---|")
-		for _, g := range groupMessages(failures) {
-			p("| %d | %s |", g.count, cell(g.message))
-		}
-	}
-	p("")
-
+	writeCounts(p, info, results)
+	writeFailures(p, results)
 	var lost [][]string
 	for _, r := range results {
 		for _, g := range r.Gapless {
@@ -172,6 +116,73 @@ func writeReport(w io.Writer, info runInfo, results []caseResult) {
 	p("")
 	p("`--keep-failed` leaves a failed case's servers running and prints its folder: the primary (`mysqld.1`), each target, mariadb-test's log")
 	p("(`log/mysqltest.log`), and each gapless run's log, whose first line is the exact `gapless replicate` command.")
+}
+
+// writeCounts writes the report's counts, by binlog format and variant.
+func writeCounts(p func(string, ...any), info runInfo, results []caseResult) {
+	cells, notRun, empty := countResults(results, info.Variants)
+	p("## Counts")
+	p("")
+	p("| format | gapless variant | cases run | not comparable | gapless ok | stopped: temporary table lost | gapless failed | of which SILENT | of which hang | fail serially too |")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, f := range info.Formats {
+		for _, v := range info.Variants {
+			t := cells[[2]string{f, v}]
+			if t == nil {
+				t = &tally{}
+			}
+			p("| %s | %s | %d | %d | %d | %d | %d | %d | %d | %d |", f, v, t.Run, t.NotComparable, t.OK, t.Lost, t.Failed, t.Silent, t.Hang, t.SerialToo)
+		}
+	}
+	p("")
+	for _, f := range info.Formats {
+		p("- %s: %d more cases left an empty binlog (the test skipped itself or wrote nothing), %d could not be run here.", f, empty[f], notRun[f])
+	}
+	p("")
+
+}
+
+// writeFailures writes gapless's failures where MariaDB's replica
+// succeeded, case by case and by message.
+func writeFailures(p func(string, ...any), results []caseResult) {
+	p("## gapless failures where MariaDB's replica succeeded")
+	p("")
+	var failures [][]string
+	for _, r := range results {
+		for _, g := range r.Gapless {
+			if !g.Failed() {
+				continue
+			}
+			serial := "not rerun"
+			if g.Serial != nil {
+				if g.Serial.Failed() {
+					serial = "fails too (" + g.Serial.Verdict + ")"
+				} else {
+					serial = "passes"
+				}
+			}
+			failures = append(failures, []string{r.Case.ID(), r.Format, g.Variant, g.Verdict, serial, g.Message})
+		}
+	}
+	if len(failures) == 0 {
+		p("None.")
+	} else {
+		p("| test | format | variant | verdict | serial rerun (`--workers 1 --policy serial`) | gapless's message |")
+		p("|---|---|---|---|---|---|")
+		for _, row := range failures {
+			p("| %s |", strings.Join(cells6(row), " | "))
+		}
+		p("")
+		p("By message (the GTIDs, names and numbers of a message masked):")
+		p("")
+		p("| failures | message |")
+		p("|---:|---|")
+		for _, g := range groupMessages(failures) {
+			p("| %d | %s |", g.count, cell(g.message))
+		}
+	}
+	p("")
+
 }
 
 func writeTable(p func(string, ...any), header []string, rows [][]string) {
