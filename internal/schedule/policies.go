@@ -58,7 +58,10 @@ func (p *CommitID) Name() string  { return "commit-id" }
 func (p *CommitID) Barrier() bool { return p.barrier }
 func (p *CommitID) Committed(gi int64) {
 	p.ledger.release(gi)
-	if i := slices.IndexFunc(p.pending, func(e seqGI) bool { return e.gi == gi }); i >= 0 {
+	switch i := slices.IndexFunc(p.pending, func(e seqGI) bool { return e.gi == gi }); {
+	case i == 0:
+		p.pending = p.pending[1:] // in order: see forget
+	case i > 0:
 		p.pending = slices.Delete(p.pending, i, i+1)
 	}
 }

@@ -95,9 +95,7 @@ func (l *ledger) release(gi int64) {
 		if h.exclusive == gi {
 			h.exclusive = 0
 		}
-		if i := slices.Index(h.shared, gi); i >= 0 {
-			h.shared = slices.Delete(h.shared, i, i+1)
-		}
+		h.shared = forget(h.shared, gi)
 		if h.exclusive == 0 && len(h.shared) == 0 {
 			delete(l.resources, r)
 			l.free = append(l.free, h)
@@ -107,12 +105,25 @@ func (l *ledger) release(gi int64) {
 		l.freeHeld = append(l.freeHeld, list[:0])
 	}
 	delete(l.held, gi)
-	if i := slices.Index(l.uncommitted, gi); i >= 0 {
-		l.uncommitted = slices.Delete(l.uncommitted, i, i+1)
-	}
+	l.uncommitted = forget(l.uncommitted, gi)
 	if l.lastBarrier == gi {
 		l.lastBarrier = 0
 	}
+}
+
+// forget removes gi from list, a list of transactions in gi order. A
+// transaction that commits in order is the list's first: it is dropped
+// from the front, without moving the rest (a table every transaction takes
+// shared lists thousands), and append moves only what is left when it
+// grows the list again.
+func forget(list []int64, gi int64) []int64 {
+	switch i := slices.Index(list, gi); {
+	case i == 0:
+		return list[1:]
+	case i > 0:
+		return slices.Delete(list, i, i+1)
+	}
+	return list
 }
 
 // maxKeptHeld bounds the lists of resources kept for reuse: a transaction

@@ -230,6 +230,12 @@ func (s *Session) makeRoom(parts ...[]string) (reopened bool, err error) {
 // that holds one), it says yes: such a statement then only ends its round
 // trip, or stays out of a compound statement.
 func endsTerminated(text string) bool {
+	// Most statements hold no ';' at all (a BINLOG statement's base64
+	// never does): the forward search, vectorized, says so many times
+	// faster than the backward one.
+	if strings.IndexByte(text, ';') < 0 {
+		return false
+	}
 	i := strings.LastIndexByte(text, ';')
 	return i >= 0 && onlyComments(text[i+1:])
 }
