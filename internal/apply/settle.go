@@ -16,8 +16,9 @@
 // still commit after the position was read elsewhere. Before the read,
 // every connection of the stream that holds a worker's slot on a node left
 // is ended there (checkpoint.EndSlots), as a lone server's orphans are at a
-// run's start. A node that cannot be reached, or is out of the primary
-// component, commits nothing.
+// run's start. At the start, the same is done on every other node of the
+// list, for the connections of a run before. A node that cannot be
+// reached, or is out of the primary component, commits nothing.
 package apply
 
 import (
@@ -70,11 +71,9 @@ func (r *Replica) settle(ctx context.Context) error {
 	if moves == s.at {
 		return nil
 	}
-	if s.at >= 0 {
-		for _, addr := range r.cfg.Session.Server.Nodes.Left(s.at) {
-			if err := r.endConnectionsOn(ctx, addr); err != nil {
-				return err
-			}
+	for _, addr := range r.nodesToEnd(s.at) {
+		if err := r.endConnectionsOn(ctx, addr, s.at < 0); err != nil {
+			return err
 		}
 	}
 	if err := r.store.Settle(ctx); err != nil {
@@ -84,13 +83,37 @@ func (r *Replica) settle(ctx context.Context) error {
 	return nil
 }
 
+// nodesToEnd are the nodes whose connections of the stream are ended
+// before the position is read: after a move, the nodes the run left; at the
+// run's start, every node of the list but the one connected to, where a run
+// before, killed, may have left a connection amid a COMMIT (the one
+// connected to had its own ended by the start's checks).
+func (r *Replica) nodesToEnd(settledAt int) []string {
+	nodes := r.cfg.Session.Server.Nodes
+	switch {
+	case nodes == nil:
+		return nil
+	case settledAt >= 0:
+		return nodes.Left(settledAt)
+	}
+	current := nodes.Current()
+	var others []string
+	for _, addr := range nodes.Addrs() {
+		if addr != current {
+			others = append(others, addr)
+		}
+	}
+	return others
+}
+
 // nodeLeftTimeout bounds the talk with a node left: one that does not
 // answer within it is taken for dead.
 const nodeLeftTimeout = 5 * time.Second
 
 // endConnectionsOn ends the stream's worker connections on addr, a node
-// the run left, unless the node is gone or out of the primary component.
-func (r *Replica) endConnectionsOn(ctx context.Context, addr string) error {
+// the run left (or, atStart, another node of the list), unless the node is
+// gone or out of the primary component.
+func (r *Replica) endConnectionsOn(ctx context.Context, addr string, atStart bool) error {
 	db, err := r.cfg.Session.Server.OpenNode(addr)
 	if err != nil {
 		return err
@@ -105,7 +128,10 @@ func (r *Replica) endConnectionsOn(ctx context.Context, addr string) error {
 		return nil
 	}
 	ended, err := checkpoint.EndSlots(ctx, db, r.cfg.Stream)
-	if len(ended) > 0 {
+	switch {
+	case len(ended) > 0 && atStart:
+		r.log.Warn("ended connections of an earlier run of the stream on another node of the cluster, before reading the position (one may have had a COMMIT in flight)", "node", addr, "connections", ended)
+	case len(ended) > 0:
 		r.log.Info("ended the run's connections on the node it left, before reading the position on the next", "node", addr, "connections", ended)
 	}
 	switch {
@@ -115,5 +141,5 @@ func (r *Replica) endConnectionsOn(ctx context.Context, addr string) error {
 		r.log.Debug("the node left went away while its connections were ended", "node", addr, "error", err)
 		return nil
 	}
-	return fmt.Errorf("the run's connections on %s, a node it left, did not end (one may still commit there; the position is read once they have): %w", addr, err)
+	return fmt.Errorf("the stream's connections on %s, a node of the cluster this run does not write to, did not end (one may still commit there; the position is read once they have): %w", addr, err)
 }

@@ -10,6 +10,7 @@ package e2e
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"gapless/internal/checkpoint"
 	"gapless/internal/dburl"
 	"gapless/internal/sandbox"
 	"gapless/internal/verify"
@@ -182,6 +184,47 @@ func TestGaleraTargetAutoIncrement(t *testing.T) {
 			requireNodesEqual(t, primary, c, "ai", "rnd")
 		})
 	}
+}
+
+// TestGaleraStartEndsAnEarlierRunsConnectionsOnOtherNodes: a run killed
+// while it wrote to one node may leave a worker's connection there, amid a
+// COMMIT, holding its slot lock. The lock is that node's own, so a run that
+// starts on another node ends the connection there before it reads the
+// position, and says so.
+func TestGaleraStartEndsAnEarlierRunsConnectionsOnOtherNodes(t *testing.T) {
+	c := galeraCluster(t, true)
+	primary, sb := primaryForCluster(t, "ROW")
+	mustExec(t, primary, "CREATE DATABASE es", "CREATE TABLE es.t (id INT PRIMARY KEY)", "INSERT INTO es.t VALUES (1), (2)")
+	ctx := context.Background()
+	other := c.Nodes[1] // nodesURL's first node is the one written to
+	db, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(127.0.0.1:%d)/", sandbox.ApplierUser, sandbox.ApplierPassword, other.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	earlier, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer earlier.Close()
+	slot := checkpoint.SlotLockName("default", 3)
+	var got int
+	if err := earlier.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", slot).Scan(&got); err != nil || got != 1 {
+		t.Fatalf("GET_LOCK(%s) on node 2: %d, %v", slot, got, err)
+	}
+	relay := filepath.Join(t.TempDir(), "relay")
+	r := gapless(t, nil, "replicate", "--source", sb.SourceURL, "--target", nodesURL(c),
+		"--until", binlogPos(t, primary), "--relay-dir", relay, "--progress", "0")
+	if r.code != 0 {
+		t.Fatalf("gapless replicate exited %d:\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "ended connections of an earlier run of the stream on another node") {
+		t.Errorf("the start did not say it ended the earlier run's connection on node 2:\n%s", r.stderr)
+	}
+	if err := earlier.PingContext(ctx); err == nil {
+		t.Error("the earlier run's connection on node 2 is still open")
+	}
+	requireNodesEqual(t, primary, c, "es")
 }
 
 // TestGaleraTargetRefusesWhatItCannotCopy: a write to a MyISAM table, which
