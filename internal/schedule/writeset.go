@@ -98,6 +98,11 @@ type Writeset struct {
 	// hashes their tables' hashes (tableHashes).
 	names  map[string]string
 	hashes map[tableName]*tableHashes
+	// tables is, by table map, what rowKeys needs of its table (tableOf),
+	// while the catalog's answers stand: generation counts the barriers,
+	// after each of which the catalog reads its tables again.
+	tables     map[*replication.TableMapEvent]*mappedTable
+	generation uint64
 }
 
 func NewWriteset(c Catalog) *Writeset { return &Writeset{catalog: c, ledger: newLedger()} }
@@ -117,6 +122,7 @@ func (p *Writeset) Admit(gi int64, txn *binlog.Transaction) (Deps, error) {
 	deps := p.ledger.admit(gi, p.barrier, nil)
 	if p.barrier {
 		p.catalog.Invalidate()
+		p.generation++
 		return tidy(deps), nil
 	}
 	if txn.Has(binlog.FlagKnownStatements) {
@@ -149,12 +155,11 @@ func (p *Writeset) rowKeys(gi int64, event *binlog.Event, opaque bool, deps Deps
 	if ev.Table == nil {
 		return deps, fmt.Errorf("row event without its table map")
 	}
-	schema, table := p.name(ev.Table.Schema), p.name(ev.Table.Table)
-	info, err := p.catalog.Table(schema, table)
+	t, err := p.tableOf(ev.Table)
 	if err != nil {
 		return deps, err
 	}
-	hashes := p.tableHashes(schema, table, info)
+	schema, table, info, hashes := t.schema, t.table, t.info, t.hashes
 	tableRes := hashes.table
 	if info != nil && info.ForeignKeys {
 		deps = p.ledger.take(gi, fkResource, true, deps)
@@ -275,8 +280,38 @@ func (p *Writeset) name(b []byte) string {
 	return s
 }
 
-// maxNames bounds the names kept (Writeset.name), and the tables whose
-// hashes are kept (tableHashes).
+// mappedTable is a row event's table as rowKeys needs it: its names, the
+// catalog's answer for it, and their hashes.
+type mappedTable struct {
+	schema, table string
+	info          *TableInfo
+	hashes        *tableHashes
+	generation    uint64 // Writeset.generation when made
+}
+
+// tableOf returns the table of tm, made once per table map and barrier:
+// the relay reader hands out one table map per table while its map stays
+// the same, and nothing changes a table map once decoded, so the names,
+// the catalog's look-up and the hashes are not paid per row event.
+func (p *Writeset) tableOf(tm *replication.TableMapEvent) (*mappedTable, error) {
+	if t, ok := p.tables[tm]; ok && t.generation == p.generation {
+		return t, nil
+	}
+	schema, table := p.name(tm.Schema), p.name(tm.Table)
+	info, err := p.catalog.Table(schema, table)
+	if err != nil {
+		return nil, err
+	}
+	if p.tables == nil || len(p.tables) >= maxNames {
+		p.tables = make(map[*replication.TableMapEvent]*mappedTable)
+	}
+	t := &mappedTable{schema: schema, table: table, info: info, hashes: p.tableHashes(schema, table, info), generation: p.generation}
+	p.tables[tm] = t
+	return t, nil
+}
+
+// maxNames bounds the names kept (Writeset.name), the tables whose
+// hashes are kept (tableHashes), and the table maps (tableOf).
 const maxNames = 4096
 
 // tableHashes are the hashes of a table's resource and of its keys'
