@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
 // appendPackets appends payload to stream as the source sends it: in
@@ -172,4 +175,40 @@ func TestPacketReaderFlushesBeforeEachRead(t *testing.T) {
 	waitFor(t, 5*time.Second, "beforeRead to run before waiting for the next packet", func() bool { return reads.Load() == 2 })
 	ours.Close()
 	<-done
+}
+
+// TestDumpStreamReadsEvents: the dump passes events on, leaves EOF packets
+// out and turns an ERR packet into the source's *mysql.MyError.
+func TestDumpStreamReadsEvents(t *testing.T) {
+	e := newEncoder()
+	events := [][]byte{e.format(), e.query("db", "CREATE TABLE t (a INT)"), e.query("db", strings.Repeat("x", packetBuffer))}
+	var stream []byte
+	seq := uint8(1)
+	for _, ev := range events {
+		stream = appendPackets(stream, &seq, append([]byte{mysql.OK_HEADER}, ev...))
+		stream = appendPackets(stream, &seq, []byte{mysql.EOF_HEADER, 0, 0, 0, 0})
+	}
+	errPacket := []byte{mysql.ERR_HEADER, 0xd4, 0x04} // 1236
+	stream = appendPackets(stream, &seq, append(errPacket, "#HY000could not find GTID state"...))
+	d := &dumpStream{conn: &client.Conn{}, guard: &dumpConn{}, packets: newPacketReader(bytes.NewReader(stream), 1)}
+	for i, want := range events {
+		ev, err := d.next()
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if !bytes.Equal(ev.RawData, want) {
+			t.Fatalf("event %d: %s of %d bytes, want %d", i, ev.Header.EventType, len(ev.RawData), len(want))
+		}
+	}
+	if !d.crc {
+		t.Fatal("the format description's checksum flag was not read")
+	}
+	_, err := d.next()
+	var me *mysql.MyError
+	if !errors.As(err, &me) || me.Code != mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG || !strings.Contains(me.Message, "could not find GTID state") {
+		t.Fatalf("got %v (%T), want the source's error 1236", err, err)
+	}
+	if _, err := d.next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the stream's end: %v, want EOF", err)
+	}
 }
