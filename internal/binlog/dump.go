@@ -2,7 +2,7 @@
 // replica (the same requests the binlog library's syncer makes: checksum
 // awareness, GTID capability, heartbeat period, COM_REGISTER_SLAVE, then
 // COM_BINLOG_DUMP from a GTID position) and reads the events it sends one
-// after the other into one buffer, checking each event's checksum.
+// after the other (packets.go, in place), checking each event's checksum.
 //
 // Why not the library's syncer: it reads each event into a new buffer,
 // decodes it into new structures and hands it to the receiver through a
@@ -14,6 +14,7 @@
 package binlog
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -35,9 +36,9 @@ import (
 
 // dumpStream is one binlog dump from the source.
 type dumpStream struct {
-	conn   *client.Conn
-	guard  *dumpConn
-	packet []byte // the last packet read; the event is packet[1:]
+	conn    *client.Conn
+	guard   *dumpConn
+	packets *packetReader // the dump's packets, once it is asked for
 	// crc says the events carry CRC32 checksums (the source's format
 	// description says so).
 	crc    bool
@@ -290,7 +291,29 @@ func (d *dumpStream) request(cfg ReceiverConfig, from gtid.MariaDBPosition) erro
 	dump = binary.LittleEndian.AppendUint16(dump, 0)
 	dump = binary.LittleEndian.AppendUint32(dump, cfg.ServerID)
 	d.conn.ResetSequence()
-	return d.conn.WritePacket(dump)
+	if err := d.conn.WritePacket(dump); err != nil {
+		return err
+	}
+	return d.readPackets()
+}
+
+// readPackets takes the reading of the connection over from the binlog
+// library, for the dump's packets (packets.go). Nothing the source sent is
+// left behind in the library's buffered reader: it fills it only when it
+// reads, with what the socket holds, and the source sent nothing after the
+// answer to the last SET, read whole, until it got the dump request. With
+// TLS on, the library's net.Conn is the TLS connection it opened over the
+// dialer's (whose own buffers are read through it still); without, the
+// dialer's hookedConn. Either way each read from the socket still runs
+// beforeRead. The library compresses only when asked (CLIENT_COMPRESS or
+// CLIENT_ZSTD_COMPRESSION_ALGORITHM), which gapless never does for the
+// dump: a compressed connection is refused rather than misread.
+func (d *dumpStream) readPackets() error {
+	if d.conn.Compression != mysql.MYSQL_COMPRESS_NONE {
+		return fmt.Errorf("binlog dump: the connection is compressed (%d), which gapless does not read", d.conn.Compression)
+	}
+	d.packets = newPacketReader(d.conn.Conn.Conn, d.conn.Sequence)
+	return nil
 }
 
 // next returns the next event, its header decoded and its content not
@@ -299,18 +322,20 @@ func (d *dumpStream) request(cfg ReceiverConfig, from gtid.MariaDBPosition) erro
 func (d *dumpStream) next() (*replication.BinlogEvent, error) {
 	for {
 		d.guard.waiting.Store(true)
-		packet, err := d.conn.ReadPacketReuseMem(d.packet[:0])
+		packet, err := d.packets.next()
 		d.guard.waiting.Store(false)
 		if err != nil {
 			return nil, err
 		}
-		if cap(packet) <= 1<<20 {
-			d.packet = packet
+		if len(packet) == 0 {
+			return nil, fmt.Errorf("binlog dump: an empty packet")
 		}
 		switch packet[0] {
 		case mysql.OK_HEADER:
 		case mysql.ERR_HEADER:
-			return nil, d.conn.HandleErrorPacket(packet)
+			// The error's strings point into the packet it is given, and
+			// the packet into the reader's buffer.
+			return nil, d.conn.HandleErrorPacket(bytes.Clone(packet))
 		case mysql.EOF_HEADER:
 			continue // the end of a non-blocking dump; this one blocks
 		default:
