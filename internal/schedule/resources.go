@@ -28,6 +28,12 @@ type ledger struct {
 	lastBarrier int64
 	free        []*holders // released, for reuse
 	freeHeld    [][]uint64 // released held lists, emptied, for reuse
+	// taking is the transaction whose resources take records now, and
+	// takingList its list, kept out of held until another transaction
+	// takes or one is released (settle): the held map is then touched
+	// once per transaction, not twice per resource.
+	taking     int64
+	takingList []uint64
 }
 
 func newLedger() *ledger {
@@ -62,14 +68,27 @@ func (l *ledger) take(gi int64, r uint64, exclusive bool, deps Deps) Deps {
 	} else {
 		h.shared = append(h.shared, gi)
 	}
-	list, ok := l.held[gi]
-	if !ok {
-		if n := len(l.freeHeld); n > 0 {
-			list, l.freeHeld = l.freeHeld[n-1], l.freeHeld[:n-1]
+	if gi != l.taking {
+		l.settle()
+		l.taking = gi
+		list, ok := l.held[gi]
+		if !ok {
+			if n := len(l.freeHeld); n > 0 {
+				list, l.freeHeld = l.freeHeld[n-1], l.freeHeld[:n-1]
+			}
 		}
+		l.takingList = list
 	}
-	l.held[gi] = append(list, r)
+	l.takingList = append(l.takingList, r)
 	return deps
+}
+
+// settle puts the list of the transaction taking resources into held.
+func (l *ledger) settle() {
+	if l.taking != 0 {
+		l.held[l.taking] = l.takingList
+		l.taking, l.takingList = 0, nil
+	}
 }
 
 // admit records gi as uncommitted and makes it wait for the last barrier; a
@@ -87,6 +106,7 @@ func (l *ledger) admit(gi int64, barrier bool, deps Deps) Deps {
 
 // release forgets gi once committed.
 func (l *ledger) release(gi int64) {
+	l.settle()
 	for _, r := range l.held[gi] {
 		h := l.resources[r]
 		if h == nil {
