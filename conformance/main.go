@@ -377,7 +377,7 @@ func gaplessVersion(binary string) string {
 			built = fi.ModTime().Format("2006-01-02 15:04")
 		}
 		head, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
-		return fmt.Sprintf("%s (built %s; this tree at %s)", binary, built, strings.TrimSpace(string(head)))
+		return fmt.Sprintf("%s (built %s; this tree at %s when the report was written)", binary, built, strings.TrimSpace(string(head)))
 	}
 	return fmt.Sprintf("%s (built at %s%s)", binary, rev, modified)
 }
