@@ -315,14 +315,7 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 	r.lastGroupAt.Store(time.Now().UnixNano())
 	stopBack := r.watchBack(ctx, d, &back)
 	defer stopBack()
-	var (
-		format  []byte
-		cutter  = newCutter()
-		groups  groupTracker
-		current gtid.MariaDBGTID
-		// dropping: the open group is left out (goesBack, --skip-gtid).
-		dropping bool
-	)
+	s := &sessionEvents{r: r, cutter: newCutter()}
 	for {
 		ev, err := d.next()
 		if err != nil {
@@ -336,89 +329,127 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 		}
 		r.connected.Store(true)
 		r.downSince.Store(0)
-		if ev, err = cutter.decode(ev); err != nil {
+		if ev, err = s.cutter.decode(ev); err != nil {
 			return err
 		}
 		if ev.Header.EventType == replication.FORMAT_DESCRIPTION_EVENT {
-			// One with its creation time set begins the first binlog the
-			// source wrote after it started (the description a source
-			// sends first has none, unless the replica starts at the
-			// beginning of that binlog): it goes in the relay log even when
-			// the one before was the same, in the same second, so that the
-			// decoder learns of the start (Transaction.SourceStarts).
-			if format == nil || !sameFormat(format, ev.RawData) || sourceStarted(ev) {
-				if groups.open() {
-					if !sourceStarted(ev) {
-						return &streamError{fmt.Errorf("a format description event inside group %s", current)}
-					}
-					// The source's binlog ends amid the group, and the
-					// source started after it: it crashed while writing
-					// the group, and its crash recovery rolled the
-					// transaction back (its XID is not in the binlog).
-					r.cfg.Logger.Warn("the source's binlog holds only the first events of a group, cut off where the source restarted; "+
-						"the source rolled it back as it started, and gapless does not apply it either, as MariaDB's replica does not",
-						"gtid", current.String())
-					if err := r.relay.AbandonGroup(); err != nil {
-						return &relayError{err}
-					}
-					groups = groupTracker{}
-				}
-				format = bytes.Clone(ev.RawData)
-				if err := r.relay.BeginSession(format); err != nil {
-					return &relayError{err}
-				}
-			}
-			continue
+			err = s.format(ev)
+		} else {
+			err = s.event(ev)
 		}
-		cut, err := groups.add(ev)
 		if err != nil {
-			return &streamError{err}
-		}
-		switch cut {
-		case cutControl:
-			if ev.Header.EventType == replication.INCIDENT_EVENT {
-				// The decoder stops there, once all before it is applied.
-				if err := r.relay.AddControl(ev.RawData); err != nil {
-					return &relayError{err}
-				}
-			}
-			continue
-		case cutInside:
-			if g, ok := ev.Event.(*replication.MariadbGTIDEvent); ok {
-				current = mariaDBGTID(g)
-				if last, back := r.goesBack(current); back {
-					if r.cfg.Skip == nil || !r.cfg.Skip(current) {
-						return outOfOrder(current, last)
-					}
-					r.cfg.Logger.Warn("leaving out, as --skip-gtid says, a group whose sequence number goes back in its domain", "gtid", current.String(), "after", last.String())
-					dropping = true
-				}
-			}
-			if dropping {
-				continue
-			}
-			if err := r.relay.AddEvent(ev.RawData); err != nil {
-				return &relayError{err}
-			}
-		case cutComplete:
-			if dropping {
-				dropping = false
-				continue
-			}
-			if err := r.relay.AddEvent(ev.RawData); err != nil {
-				return &relayError{err}
-			}
-			if err := r.relay.EndGroup(current); err != nil {
-				return &relayError{err}
-			}
-			r.received.Add(1)
-			r.lastSource.Store(int64(ev.Header.Timestamp))
-			r.lastGroupAt.Store(time.Now().UnixNano())
-			if since := r.fullSince.Swap(0); since != 0 && time.Unix(0, since).Sub(r.fullLogged) < relayFullRetry {
-				r.cfg.Logger.Warn("the relay folder has room again; receiving goes on", "waited", time.Since(time.Unix(0, since)).Round(time.Second).String())
-			}
+			return err
 		}
 	}
+}
+
+// sessionEvents is what a dump session keeps between the events it puts
+// in the relay log: the format description in force, where the open group
+// is (groups, current), and whether it is left out (dropping: goesBack,
+// --skip-gtid).
+type sessionEvents struct {
+	r        *Receiver
+	cutter   cutter
+	fde      []byte
+	groups   groupTracker
+	current  gtid.MariaDBGTID
+	dropping bool
+}
+
+// format takes a format description event. One with its creation time
+// set begins the first binlog the source wrote after it started (the
+// description a source sends first has none, unless the replica starts at
+// the beginning of that binlog): it goes in the relay log even when the
+// one before was the same, in the same second, so that the decoder learns
+// of the start (Transaction.SourceStarts).
+func (s *sessionEvents) format(ev *replication.BinlogEvent) error {
+	r := s.r
+	if s.fde != nil && sameFormat(s.fde, ev.RawData) && !sourceStarted(ev) {
+		return nil
+	}
+	if s.groups.open() {
+		if !sourceStarted(ev) {
+			return &streamError{fmt.Errorf("a format description event inside group %s", s.current)}
+		}
+		// The source's binlog ends amid the group, and the source
+		// started after it: it crashed while writing the group, and its
+		// crash recovery rolled the transaction back (its XID is not in
+		// the binlog).
+		r.cfg.Logger.Warn("the source's binlog holds only the first events of a group, cut off where the source restarted; "+
+			"the source rolled it back as it started, and gapless does not apply it either, as MariaDB's replica does not",
+			"gtid", s.current.String())
+		if err := r.relay.AbandonGroup(); err != nil {
+			return &relayError{err}
+		}
+		s.groups = groupTracker{}
+	}
+	s.fde = bytes.Clone(ev.RawData)
+	if err := r.relay.BeginSession(s.fde); err != nil {
+		return &relayError{err}
+	}
+	return nil
+}
+
+// event takes any other event: a control event (an incident stops the
+// decoder there), an event inside a group, or the one that completes it.
+func (s *sessionEvents) event(ev *replication.BinlogEvent) error {
+	r := s.r
+	cut, err := s.groups.add(ev)
+	if err != nil {
+		return &streamError{err}
+	}
+	switch cut {
+	case cutControl:
+		if ev.Header.EventType == replication.INCIDENT_EVENT {
+			// The decoder stops there, once all before it is applied.
+			if err := r.relay.AddControl(ev.RawData); err != nil {
+				return &relayError{err}
+			}
+		}
+	case cutInside:
+		if g, ok := ev.Event.(*replication.MariadbGTIDEvent); ok {
+			s.current = mariaDBGTID(g)
+			if last, back := r.goesBack(s.current); back {
+				if r.cfg.Skip == nil || !r.cfg.Skip(s.current) {
+					return outOfOrder(s.current, last)
+				}
+				r.cfg.Logger.Warn("leaving out, as --skip-gtid says, a group whose sequence number goes back in its domain", "gtid", s.current.String(), "after", last.String())
+				s.dropping = true
+			}
+		}
+		if s.dropping {
+			return nil
+		}
+		if err := r.relay.AddEvent(ev.RawData); err != nil {
+			return &relayError{err}
+		}
+	case cutComplete:
+		if s.dropping {
+			s.dropping = false
+			return nil
+		}
+		return s.complete(ev)
+	}
+	return nil
+}
+
+// complete puts the event that completes the open group in the relay log,
+// ends the group there, and counts it.
+func (s *sessionEvents) complete(ev *replication.BinlogEvent) error {
+	r := s.r
+	if err := r.relay.AddEvent(ev.RawData); err != nil {
+		return &relayError{err}
+	}
+	if err := r.relay.EndGroup(s.current); err != nil {
+		return &relayError{err}
+	}
+	r.received.Add(1)
+	r.lastSource.Store(int64(ev.Header.Timestamp))
+	r.lastGroupAt.Store(time.Now().UnixNano())
+	if since := r.fullSince.Swap(0); since != 0 && time.Unix(0, since).Sub(r.fullLogged) < relayFullRetry {
+		r.cfg.Logger.Warn("the relay folder has room again; receiving goes on", "waited", time.Since(time.Unix(0, since)).Round(time.Second).String())
+	}
+	return nil
 }
 
 // goesBack reports whether g's sequence number is not past the last group
