@@ -120,3 +120,26 @@ func BenchmarkAdmitStatements(b *testing.B) {
 		b.Fatalf("tables by row keys %d, whole %d", rows, whole)
 	}
 }
+
+// BenchmarkCommittedFarAhead is the writeset policy with many transactions
+// in flight, as when the coordinator runs far ahead of the commits (its
+// byte budget holds thousands of small ones): every transaction takes its
+// table shared, so that table's holders list them all, and commits come in
+// order. A commit's cost must not grow with how many are in flight.
+func BenchmarkCommittedFarAhead(b *testing.B) {
+	stream := benchStream(binlog.FlavorMariaDB, 1, 1<<30)
+	for _, inFlight := range []int64{16, 1024, 8192} {
+		b.Run(fmt.Sprintf("in-flight=%d", inFlight), func(b *testing.B) {
+			p := NewWriteset(benchCatalog())
+			b.ReportAllocs()
+			for gi := int64(1); b.Loop(); gi++ {
+				if _, err := p.Admit(gi, stream[gi%int64(len(stream))]); err != nil {
+					b.Fatal(err)
+				}
+				if gi > inFlight {
+					p.Committed(gi - inFlight)
+				}
+			}
+		})
+	}
+}
