@@ -23,6 +23,7 @@ package apply
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sync"
 	"time"
@@ -127,6 +128,11 @@ func (r *Replica) endConnectionsOn(ctx context.Context, addr string, atStart boo
 		r.log.Debug("the node left commits nothing of the run", "node", addr, "error", err, "cluster status", node.ClusterStatus)
 		return nil
 	}
+	if atStart {
+		if err := r.noApplierOn(ctx, db, addr); err != nil {
+			return err
+		}
+	}
 	ended, err := checkpoint.EndSlots(ctx, db, r.cfg.Stream)
 	switch {
 	case len(ended) > 0 && atStart:
@@ -142,4 +148,31 @@ func (r *Replica) endConnectionsOn(ctx context.Context, addr string, atStart boo
 		return nil
 	}
 	return fmt.Errorf("the stream's connections on %s, a node of the cluster this run does not write to, did not end (one may still commit there; the position is read once they have): %w", addr, err)
+}
+
+// otherApplierPatience is how long a stream's lock held on another node
+// may take to go: that of an applier killed a moment ago stays until the
+// node has noticed its connection is gone.
+const otherApplierPatience = 3 * time.Second
+
+// noApplierOn fails when another applier of the stream writes to the
+// cluster through addr: the stream's lock is each node's own, so the lock
+// this run holds on its node does not keep one on another node away, and
+// ending that one's connections would only have two appliers fight.
+func (r *Replica) noApplierOn(ctx context.Context, db *sql.DB, addr string) error {
+	deadline := time.Now().Add(otherApplierPatience)
+	for {
+		holder := checkpoint.Holder(ctx, db, r.cfg.Stream)
+		if holder == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("another gapless is already applying stream %q to this cluster, through node %s (%s); stop it first, or give this one another --stream", r.cfg.Stream, addr, holder)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

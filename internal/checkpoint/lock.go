@@ -28,7 +28,8 @@ type Lock struct {
 	conn *sql.Conn
 }
 
-func lockName(stream string) string { return "gapless." + stream }
+// LockName is the named lock the applier of a stream holds on the target.
+func LockName(stream string) string { return "gapless." + stream }
 
 // AcquireLock takes the stream's lock or says who holds it.
 func AcquireLock(ctx context.Context, db *sql.DB, stream string) (*Lock, error) {
@@ -36,7 +37,7 @@ func AcquireLock(ctx context.Context, db *sql.DB, stream string) (*Lock, error) 
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
-	name := lockName(stream)
+	name := LockName(stream)
 	var got sql.NullInt64
 	// A few seconds of patience: the lock of an applier killed a moment ago
 	// stays held until the server has noticed its connection is gone.
@@ -58,7 +59,7 @@ func AcquireLock(ctx context.Context, db *sql.DB, stream string) (*Lock, error) 
 // Holder describes the connection that holds the stream's lock, or "" when none does.
 func Holder(ctx context.Context, db *sql.DB, stream string) string {
 	var id sql.NullInt64
-	if err := db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", lockName(stream)).Scan(&id); err != nil || !id.Valid {
+	if err := db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", LockName(stream)).Scan(&id); err != nil || !id.Valid {
 		return ""
 	}
 	var user, host string

@@ -190,7 +190,8 @@ func TestGaleraTargetAutoIncrement(t *testing.T) {
 // while it wrote to one node may leave a worker's connection there, amid a
 // COMMIT, holding its slot lock. The lock is that node's own, so a run that
 // starts on another node ends the connection there before it reads the
-// position, and says so.
+// position, and says so. Where the stream's own lock is held on another
+// node, another applier writes through it: the run stops, naming it.
 func TestGaleraStartEndsAnEarlierRunsConnectionsOnOtherNodes(t *testing.T) {
 	c := galeraCluster(t, true)
 	primary, sb := primaryForCluster(t, "ROW")
@@ -225,6 +226,27 @@ func TestGaleraStartEndsAnEarlierRunsConnectionsOnOtherNodes(t *testing.T) {
 		t.Error("the earlier run's connection on node 2 is still open")
 	}
 	requireNodesEqual(t, primary, c, "es")
+
+	// Another applier of the stream, alive, writing through node 2: its
+	// lock there is refused, not its connections ended.
+	live, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	if err := live.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", checkpoint.LockName("default")).Scan(&got); err != nil || got != 1 {
+		t.Fatalf("GET_LOCK of the stream on node 2: %d, %v", got, err)
+	}
+	mustExec(t, primary, "INSERT INTO es.t VALUES (3)")
+	r = gapless(t, nil, "replicate", "--source", sb.SourceURL, "--target", nodesURL(c),
+		"--until", binlogPos(t, primary), "--relay-dir", relay, "--progress", "0")
+	want := fmt.Sprintf("another gapless is already applying stream \"default\" to this cluster, through node 127.0.0.1:%d", other.Port)
+	if r.code != 1 || !strings.Contains(r.stderr, want) {
+		t.Errorf("a run beside another applier on node 2 exited %d, want 1 and %q:\n%s", r.code, want, r.stderr)
+	}
+	if err := live.PingContext(ctx); err != nil {
+		t.Errorf("the other applier's connection on node 2 was ended: %v", err)
+	}
 }
 
 // TestGaleraTargetRefusesWhatItCannotCopy: a write to a MyISAM table, which
