@@ -206,43 +206,13 @@ type segmentScan struct {
 // many gigabytes.
 func scanSegment(path string) segmentScan {
 	var s segmentScan
-	f, err := os.Open(path)
+	f, err := openScanFile(path)
 	if err != nil {
 		s.err = err
 		return s
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		s.err = err
-		return s
-	}
-	end := info.Size()
-	magic := make([]byte, len(binlogMagic))
-	if _, err := f.ReadAt(magic, 0); err != nil || !bytes.Equal(magic, binlogMagic) {
-		s.err = fmt.Errorf("%s: not a binlog file", path)
-		return s
-	}
-	header := make([]byte, eventHeaderSize)
-	// event reads the event at off, or says how it is torn.
-	event := func(off int64) ([]byte, error) {
-		if end-off < eventHeaderSize {
-			return nil, fmt.Errorf("torn event header at byte %d", off)
-		}
-		if _, err := f.ReadAt(header, off); err != nil {
-			return nil, err
-		}
-		size := int64(binary.LittleEndian.Uint32(header[9:]))
-		if size < eventHeaderSize || off+size > end {
-			return nil, fmt.Errorf("torn event at byte %d", off)
-		}
-		raw := make([]byte, size)
-		if _, err := f.ReadAt(raw, off); err != nil {
-			return nil, err
-		}
-		return raw, nil
-	}
-	fde, err := event(int64(len(binlogMagic)))
+	fde, err := f.event(int64(len(binlogMagic)))
 	if err == nil {
 		err = checkFormatEvent(fde)
 	}
@@ -250,73 +220,131 @@ func scanSegment(path string) segmentScan {
 		s.err = fmt.Errorf("%s: %w", path, err)
 		return s
 	}
-	parser := newRelayParser(false)
-	checksum := formatHasChecksum(fde)
-	var groups groupTracker
-	var pending gtid.MariaDBGTID
-	sawList := false
-	off := int64(len(binlogMagic))
-	for off < end {
-		raw, err := event(off)
+	w := segmentWalk{s: &s, parser: newRelayParser(false), checksum: formatHasChecksum(fde)}
+	for off := int64(len(binlogMagic)); off < f.end; {
+		raw, err := f.event(off)
 		if err != nil {
 			s.err = fmt.Errorf("%s: %w", path, err)
 			break
 		}
-		size := int64(len(raw))
-		if s.rotated {
-			s.err = fmt.Errorf("%s: bytes after the rotate event at byte %d", path, off)
-			break
-		}
-		if checksum && off > int64(len(binlogMagic)) && !checksumHolds(raw) {
-			s.err = fmt.Errorf("%s: event at byte %d has a bad checksum", path, off)
-			break
-		}
-		ev, err := safeParse(parser, raw)
-		if err != nil && checksum {
-			// Intact but not decodable: not damage, so not cut here. It
-			// keeps its place in the group; the decoder reports it.
-			ev, err = opaqueEvent(raw), nil
-		}
-		if err != nil {
-			s.err = fmt.Errorf("%s: event at byte %d: %w", path, off, err)
-			break
-		}
-		off += size
-		switch e := ev.Event.(type) {
-		case *replication.MariadbGTIDListEvent:
-			if !sawList {
-				sawList = true
-				s.start = positionFromList(e)
-				s.end = s.start.Clone()
-			}
-		case *replication.MariadbGTIDEvent:
-			pending = mariaDBGTID(e)
-		}
-		if ev.Header.EventType == replication.ROTATE_EVENT {
-			s.rotated = true
-		}
-		cut, err := groups.add(ev)
-		if err != nil {
+		if err := w.take(raw, off); err != nil {
 			s.err = fmt.Errorf("%s: %w", path, err)
 			break
 		}
-		switch cut {
-		case cutComplete:
-			s.end.Advance(pending)
-			s.whole = off
-		case cutControl:
-			s.whole = off
-		}
-		if !sawList && ev.Header.EventType != replication.FORMAT_DESCRIPTION_EVENT {
-			s.err = fmt.Errorf("%s: no GTID list event after the format description", path)
-			s.whole = 0
-			break
-		}
+		off += int64(len(raw))
 	}
-	if !sawList {
+	if !w.sawList {
 		s.whole = 0
 	}
 	return s
+}
+
+// scanFile is a segment open for a scan, and its size when opened.
+type scanFile struct {
+	*os.File
+	end    int64
+	header []byte
+}
+
+// openScanFile opens a segment and checks it starts as a binlog does.
+func openScanFile(path string) (*scanFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	magic := make([]byte, len(binlogMagic))
+	if _, err := f.ReadAt(magic, 0); err != nil || !bytes.Equal(magic, binlogMagic) {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a binlog file", path)
+	}
+	return &scanFile{File: f, end: info.Size(), header: make([]byte, eventHeaderSize)}, nil
+}
+
+// event reads the event at off, or says how it is torn.
+func (f *scanFile) event(off int64) ([]byte, error) {
+	if f.end-off < eventHeaderSize {
+		return nil, fmt.Errorf("torn event header at byte %d", off)
+	}
+	if _, err := f.ReadAt(f.header, off); err != nil {
+		return nil, err
+	}
+	size := int64(binary.LittleEndian.Uint32(f.header[9:]))
+	if size < eventHeaderSize || off+size > f.end {
+		return nil, fmt.Errorf("torn event at byte %d", off)
+	}
+	raw := make([]byte, size)
+	if _, err := f.ReadAt(raw, off); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// segmentWalk is a scan's state between events: the groups met, the GTID
+// of the open one, and whether the GTID list event that follows the
+// format description was seen.
+type segmentWalk struct {
+	s        *segmentScan
+	parser   *replication.BinlogParser
+	checksum bool
+	groups   groupTracker
+	pending  gtid.MariaDBGTID
+	sawList  bool
+}
+
+// take checks the event raw, at off, and moves the scan past it: where the
+// segment starts and how far its whole groups go. An error is where the
+// scan stops (damage, or what no segment gapless writes holds).
+func (w *segmentWalk) take(raw []byte, off int64) error {
+	s := w.s
+	if s.rotated {
+		return fmt.Errorf("bytes after the rotate event at byte %d", off)
+	}
+	if w.checksum && off > int64(len(binlogMagic)) && !checksumHolds(raw) {
+		return fmt.Errorf("event at byte %d has a bad checksum", off)
+	}
+	ev, err := safeParse(w.parser, raw)
+	if err != nil && w.checksum {
+		// Intact but not decodable: not damage, so not cut here. It
+		// keeps its place in the group; the decoder reports it.
+		ev, err = opaqueEvent(raw), nil
+	}
+	if err != nil {
+		return fmt.Errorf("event at byte %d: %w", off, err)
+	}
+	end := off + int64(len(raw))
+	switch e := ev.Event.(type) {
+	case *replication.MariadbGTIDListEvent:
+		if !w.sawList {
+			w.sawList = true
+			s.start = positionFromList(e)
+			s.end = s.start.Clone()
+		}
+	case *replication.MariadbGTIDEvent:
+		w.pending = mariaDBGTID(e)
+	}
+	if ev.Header.EventType == replication.ROTATE_EVENT {
+		s.rotated = true
+	}
+	cut, err := w.groups.add(ev)
+	if err != nil {
+		return err
+	}
+	switch cut {
+	case cutComplete:
+		s.end.Advance(w.pending)
+		s.whole = end
+	case cutControl:
+		s.whole = end
+	}
+	if !w.sawList && ev.Header.EventType != replication.FORMAT_DESCRIPTION_EVENT {
+		return errors.New("no GTID list event after the format description")
+	}
+	return nil
 }
 
 // checkFormatEvent checks the format description event a segment starts
