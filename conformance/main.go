@@ -197,18 +197,8 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
 		return summary{}, err
 	}
-	if o.Gapless == "" {
-		o.Gapless = filepath.Join(o.WorkDir, "gapless")
-		fmt.Fprintf(out, "building gapless into %s\n", o.Gapless)
-		if b, err := exec.CommandContext(ctx, "go", "build", "-o", o.Gapless, "gapless/cmd/gapless").CombinedOutput(); err != nil {
-			return summary{}, fmt.Errorf("building gapless (or pass --gapless PATH): %w: %s", err, b)
-		}
-	}
-	if o.Gapless, err = filepath.Abs(o.Gapless); err != nil {
+	if o.Gapless, err = gaplessBinary(ctx, o, out); err != nil {
 		return summary{}, err
-	}
-	if _, err := os.Stat(o.Gapless); err != nil {
-		return summary{}, fmt.Errorf("--gapless: %w", err)
 	}
 
 	f := newFleet()
@@ -234,6 +224,57 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 		r.privateVardir = true
 	}
 
+	results, err := r.runAll(ctx, cases, o, runDir, out)
+	if err != nil {
+		return summary{}, err
+	}
+
+	sum := summary{Results: results}
+	for _, res := range results {
+		for _, g := range res.Gapless {
+			if g.Failed() {
+				sum.Failures++
+			}
+		}
+	}
+	sum.ReportPath = reportPath(o, runDir, listName, started)
+	info := runInfo{List: o.List, Command: o.Command, Started: started, Duration: time.Since(started),
+		Gapless: gaplessVersion(o.Gapless), ServerVersion: env.ServerVersion, Formats: o.Formats, Variants: o.Variants, Jobs: o.Jobs,
+		Workers: o.Workers, Policy: o.Policy, GaplessFlags: o.GaplessFlags, TargetFormat: o.TargetFormat}
+	if err := saveReport(sum.ReportPath, info, results); err != nil {
+		return sum, err
+	}
+	if !o.KeepFailed && !o.KeepAll {
+		_ = os.RemoveAll(runDir)
+	}
+	return sum, nil
+}
+
+// gaplessBinary is the gapless binary to run, as an absolute path: --gapless,
+// or one built from this tree into the work folder.
+func gaplessBinary(ctx context.Context, o options, out io.Writer) (string, error) {
+	binary := o.Gapless
+	if binary == "" {
+		binary = filepath.Join(o.WorkDir, "gapless")
+		fmt.Fprintf(out, "building gapless into %s\n", binary)
+		if b, err := exec.CommandContext(ctx, "go", "build", "-o", binary, "gapless/cmd/gapless").CombinedOutput(); err != nil {
+			return "", fmt.Errorf("building gapless (or pass --gapless PATH): %w: %s", err, b)
+		}
+	}
+	binary, err := filepath.Abs(binary)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(binary); err != nil {
+		return "", fmt.Errorf("--gapless: %w", err)
+	}
+	return binary, nil
+}
+
+// runAll runs every case in every format, o.Jobs at a time, each in a
+// folder of its own under runDir, printing a line as each ends. The results
+// are in the cases' order.
+func (r *runner) runAll(ctx context.Context, cases []testCase, o options, runDir string, out io.Writer) ([]caseResult, error) {
 	type job struct {
 		index  int
 		c      testCase
@@ -275,43 +316,35 @@ func run(ctx context.Context, o options, out io.Writer) (summary, error) {
 	close(queue)
 	wg.Wait()
 	if ctx.Err() != nil {
-		return summary{}, fmt.Errorf("interrupted: %w", ctx.Err())
+		return nil, fmt.Errorf("interrupted: %w", ctx.Err())
 	}
+	return results, nil
+}
 
-	sum := summary{Results: results}
-	for _, res := range results {
-		for _, g := range res.Gapless {
-			if g.Failed() {
-				sum.Failures++
-			}
-		}
+// reportPath is --report, or where a run's report goes by default: beside
+// the run's folder for --cases, conformance/results/<date>-<list>.md for a
+// list.
+func reportPath(o options, runDir, listName string, started time.Time) string {
+	switch {
+	case o.Report != "":
+		return o.Report
+	case len(o.Cases) > 0:
+		return runDir + ".md"
 	}
-	sum.ReportPath = o.Report
-	if sum.ReportPath == "" {
-		if len(o.Cases) > 0 {
-			sum.ReportPath = runDir + ".md"
-		} else {
-			sum.ReportPath = filepath.Join("conformance", "results", started.Format("2006-01-02")+"-"+listName+".md")
-		}
+	return filepath.Join("conformance", "results", started.Format("2006-01-02")+"-"+listName+".md")
+}
+
+// saveReport writes the report of a run to path.
+func saveReport(path string, info runInfo, results []caseResult) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
 	}
-	info := runInfo{List: o.List, Command: o.Command, Started: started, Duration: time.Since(started),
-		Gapless: gaplessVersion(o.Gapless), ServerVersion: env.ServerVersion, Formats: o.Formats, Variants: o.Variants, Jobs: o.Jobs,
-		Workers: o.Workers, Policy: o.Policy, GaplessFlags: o.GaplessFlags, TargetFormat: o.TargetFormat}
-	if err := os.MkdirAll(filepath.Dir(sum.ReportPath), 0o755); err != nil {
-		return sum, err
-	}
-	file, err := os.Create(sum.ReportPath)
+	file, err := os.Create(path)
 	if err != nil {
-		return sum, err
+		return err
 	}
 	writeReport(file, info, results)
-	if err := file.Close(); err != nil {
-		return sum, err
-	}
-	if !o.KeepFailed && !o.KeepAll {
-		_ = os.RemoveAll(runDir)
-	}
-	return sum, nil
+	return file.Close()
 }
 
 // progressLine is one line per finished case: what the test did, MariaDB's
