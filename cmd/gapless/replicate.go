@@ -395,6 +395,9 @@ func printResult(res apply.Result, took time.Duration, verbose bool) {
 	if verbose && res.Batches > 0 {
 		fmt.Printf("%d target transactions, %.1f source transactions each; %d ran ahead of what their batch waited for\n", res.Batches, float64(res.Applied)/float64(res.Batches), res.RanAhead)
 		fmt.Printf("worker time: %s\n", stateShares(res.StateTime))
+		if hint := dependencyHint(res.StateTime, float64(res.Applied)/float64(res.Batches)); hint != "" {
+			fmt.Println(hint)
+		}
 	}
 	if verbose && len(res.Statements) > 0 {
 		slots := slices.Sorted(maps.Keys(res.Statements))
@@ -448,6 +451,25 @@ func tuneGC(maxQueued int64) {
 
 // stateShares says what share of the workers' time each state took, in
 // the order a job goes through them, leaving out states never entered.
+// dependencyHint explains a run whose workers mostly waited for earlier
+// transactions, "" for any other: batches that depend on each other run
+// one after another, however many workers there are.
+func dependencyHint(spent map[apply.WorkerState]time.Duration, perBatch float64) string {
+	var total, waiting time.Duration
+	for s, d := range spent {
+		total += d
+		if s == apply.StateWaitingDeps || s == apply.StateAhead {
+			waiting += d
+		}
+	}
+	if total <= 0 || float64(waiting) < 0.6*float64(total) {
+		return ""
+	}
+	return fmt.Sprintf("the workers spent %.0f%% of their time waiting for earlier transactions: each batch (%.1f transactions on average) "+
+		"depended on one before it (rows or tables they share, or a DDL), so the target applied about one batch at a time; "+
+		"gapless analyze over the same binlog says what they share", 100*float64(waiting)/float64(total), perBatch)
+}
+
 func stateShares(spent map[apply.WorkerState]time.Duration) string {
 	var total time.Duration
 	for _, d := range spent {
