@@ -449,8 +449,6 @@ func tuneGC(maxQueued int64) {
 	}
 }
 
-// stateShares says what share of the workers' time each state took, in
-// the order a job goes through them, leaving out states never entered.
 // dependencyHint explains a run whose workers mostly waited for earlier
 // transactions, "" for any other: batches that depend on each other run
 // one after another, however many workers there are.
@@ -470,6 +468,8 @@ func dependencyHint(spent map[apply.WorkerState]time.Duration, perBatch float64)
 		"gapless analyze over the same binlog says what they share", 100*float64(waiting)/float64(total), perBatch)
 }
 
+// stateShares says what share of the workers' time each state took, in
+// the order a job goes through them, leaving out states never entered.
 func stateShares(spent map[apply.WorkerState]time.Duration) string {
 	var total time.Duration
 	for _, d := range spent {
