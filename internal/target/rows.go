@@ -102,27 +102,3 @@ func binlogStatement(events [][]byte) string {
 	stmt = append(stmt, '\'')
 	return unsafe.String(unsafe.SliceData(stmt), len(stmt))
 }
-
-// appendBase64 appends the base64 encoding of parts, taken as one run of
-// bytes, to dst, which must have the room. Parts are encoded where they
-// lie: only the up to two bytes that straddle two parts are copied.
-func appendBase64(dst []byte, parts [][]byte) []byte {
-	var carry [3]byte
-	held := 0 // bytes of carry in use
-	for _, p := range parts {
-		if held > 0 {
-			k := copy(carry[held:], p)
-			held += k
-			p = p[k:]
-			if held < 3 {
-				continue
-			}
-			dst = encodeBase64(dst, carry[:])
-			held = 0
-		}
-		whole := len(p) / 3 * 3
-		dst = encodeBase64(dst, p[:whole])
-		held = copy(carry[:], p[whole:])
-	}
-	return encodeBase64(dst, carry[:held])
-}
