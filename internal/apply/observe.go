@@ -192,6 +192,9 @@ type observed struct {
 	conflicts  map[string]int64
 	serialized map[string]int64
 	taken      map[*job]time.Time // coordinator only: when a job went to its worker
+	// seen is observeDispatch's room: which of the transactions in flight
+	// it has looked at, by group index from the oldest. Coordinator only.
+	seen []bool
 }
 
 func (o *observed) init() {
@@ -271,15 +274,37 @@ func (r *Replica) observeDispatch(j *job, inflight map[int64]*job, barrier bool)
 	o.count(o.conflicts, ConflictDependency, int64(len(j.txns)))
 	mine := jobTables(j)
 	shared := map[binlog.TableRef]bool{}
+	// A batch's members wait for many of the same transactions: each is
+	// looked at once.
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, other := range inflight {
-		// The dependencies this in-flight job holds, if any.
-		for _, d := range j.deps {
+		lo, hi = min(lo, other.gi), max(hi, other.last())
+	}
+	if hi < lo || hi-lo >= maxSeen {
+		lo, hi = 0, -1 // nothing in flight, or too wide a span to mark
+	}
+	seen := o.seen[:0]
+	if span := int(hi - lo + 1); span > 0 {
+		seen = slices.Grow(seen, span)[:span]
+		clear(seen)
+		o.seen = seen
+	}
+	for _, d := range j.deps {
+		if d >= lo && d <= hi {
+			if seen[d-lo] {
+				continue
+			}
+			seen[d-lo] = true
+		}
+		for _, other := range inflight {
+			// The in-flight job that holds this dependency, if any.
 			if d >= other.gi && d <= other.last() {
 				for _, t := range other.txns[d-other.gi].Tables {
 					if mine[t] {
 						shared[t] = true
 					}
 				}
+				break
 			}
 		}
 	}
@@ -289,6 +314,10 @@ func (r *Replica) observeDispatch(j *job, inflight map[int64]*job, barrier bool)
 	}
 	o.mu.Unlock()
 }
+
+// maxSeen bounds the span of group indexes observeDispatch marks; past
+// it, a dependency held twice is looked at twice.
+const maxSeen = 1 << 20
 
 // observeFinished records a job's end. Coordinator only.
 func (r *Replica) observeFinished(j *job, err error) {

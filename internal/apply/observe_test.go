@@ -86,3 +86,24 @@ func TestSnapshotNamesWhatAWorkerWaitsFor(t *testing.T) {
 		t.Errorf("retries %v, kills %d, conflicts %v", s.Retries, s.WatchdogKills, s.Conflicts)
 	}
 }
+
+// A batch whose members wait for the same transactions, held by two jobs
+// in flight, counts each table it shares with them once per dispatch.
+func TestObserveDispatchSharedTables(t *testing.T) {
+	txn := func(tables ...string) *binlog.Transaction {
+		t := &binlog.Transaction{Flavor: binlog.FlavorMariaDB}
+		for _, name := range tables {
+			t.Tables = append(t.Tables, binlog.TableRef{Schema: "db", Table: name})
+		}
+		return t
+	}
+	r := &Replica{cfg: Config{Stream: "s", Policy: "writeset", CommitOrder: Strict}, clog: newCommitLog(), log: slog.New(slog.DiscardHandler)}
+	first := &job{gi: 1, txns: []*binlog.Transaction{txn("a", "b")}}
+	other := &job{gi: 5, txns: []*binlog.Transaction{txn("e"), txn("f", "g")}}
+	batch := &job{gi: 7, txns: []*binlog.Transaction{txn("b", "f"), txn("b"), txn("x")}, deps: []int64{1, 6, 1, 6, 3}}
+	r.observeDispatch(batch, map[int64]*job{1: first, 5: other}, false)
+	s := r.Snapshot()
+	if len(s.Serialized) != 2 || s.Serialized["db.b"] != 3 || s.Serialized["db.f"] != 3 {
+		t.Errorf("serialized %v, want db.b and db.f 3 each", s.Serialized)
+	}
+}
