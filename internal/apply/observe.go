@@ -275,7 +275,8 @@ func (r *Replica) observeDispatch(j *job, inflight map[int64]*job, barrier bool)
 	mine := jobTables(j)
 	shared := map[binlog.TableRef]bool{}
 	// A batch's members wait for many of the same transactions: each is
-	// looked at once.
+	// looked at once, and none once every table of the batch is found
+	// shared (a batch of wide transactions waits for hundreds).
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, other := range inflight {
 		lo, hi = min(lo, other.gi), max(hi, other.last())
@@ -290,6 +291,9 @@ func (r *Replica) observeDispatch(j *job, inflight map[int64]*job, barrier bool)
 		o.seen = seen
 	}
 	for _, d := range j.deps {
+		if len(shared) == len(mine) {
+			break // every table of the batch is shared already
+		}
 		if d >= lo && d <= hi {
 			if seen[d-lo] {
 				continue
