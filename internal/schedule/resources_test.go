@@ -61,7 +61,7 @@ func TestLedgerAgainstMaps(t *testing.T) {
 	for gi := int64(1); gi <= 20_000; gi++ {
 		// a few hot resources (key 0 among them) taken shared or
 		// exclusively, and row keys from a space that changes size, so
-		// that the ledger grows and shrinks
+		// that the table grows and shrinks
 		space := uint64([]int{16, 1 << 10, 1 << 16}[gi/2000%3])
 		for range r.IntN(40) {
 			res, exclusive := r.Uint64N(space), true
@@ -87,7 +87,7 @@ func TestLedgerAgainstMaps(t *testing.T) {
 	for _, gi := range inFlight {
 		l.release(gi)
 	}
-	if len(l.resources) != 0 {
-		t.Errorf("all released: %d resources left", len(l.resources))
+	if l.resources.count != 0 || len(l.resources.slots) != minSlots {
+		t.Errorf("all released: %d resources left in %d slots", l.resources.count, len(l.resources.slots))
 	}
 }
