@@ -8,25 +8,21 @@
 // waits for the holders it conflicts with: exclusive waits for both,
 // shared waits for exclusive. Waiting for the newest exclusive holder is
 // enough, since that one waited for the holders before it.
+//
+// The resources are kept in a table of their own (table.go).
 package schedule
 
 import (
 	"slices"
 )
 
-type holders struct {
-	exclusive int64
-	shared    []int64
-}
-
 // ledger tracks resources (hashed names) and the uncommitted transactions holding them.
 type ledger struct {
-	resources map[uint64]*holders
+	resources *resourceTable
 	held      map[int64][]uint64 // gi -> resources it took, for release at commit
 	// uncommitted transactions, in gi order, for barriers
 	uncommitted []int64
 	lastBarrier int64
-	free        []*holders // released, for reuse
 	freeHeld    [][]uint64 // released held lists, emptied, for reuse
 	// taking is the transaction whose resources take records now, and
 	// takingList its list, kept out of held until another transaction
@@ -37,36 +33,29 @@ type ledger struct {
 }
 
 func newLedger() *ledger {
-	return &ledger{resources: make(map[uint64]*holders), held: make(map[int64][]uint64)}
+	return &ledger{resources: newResourceTable(), held: make(map[int64][]uint64)}
 }
 
 // take records that gi takes resource r and adds what it must wait for to deps.
 func (l *ledger) take(gi int64, r uint64, exclusive bool, deps Deps) Deps {
-	h := l.resources[r]
-	if h == nil {
-		if n := len(l.free); n > 0 {
-			h, l.free = l.free[n-1], l.free[:n-1]
-		} else {
-			h = &holders{}
-		}
-		l.resources[r] = h
-	}
-	if h.exclusive == gi || !exclusive && len(h.shared) > 0 && h.shared[len(h.shared)-1] == gi {
+	h := l.resources.at(r)
+	shared := l.resources.shared(h)
+	if h.exclusive == gi || !exclusive && len(shared) > 0 && shared[len(shared)-1] == gi {
 		return deps // taken already: by the same transaction, in the same or a stronger mode
 	}
 	if h.exclusive != 0 {
 		deps = append(deps, h.exclusive)
 	}
 	if exclusive {
-		for _, s := range h.shared {
+		for _, s := range shared {
 			if s != gi {
 				deps = append(deps, s)
 			}
 		}
 		h.exclusive = gi
-		h.shared = h.shared[:0]
+		l.resources.setShared(h, nil)
 	} else {
-		h.shared = append(h.shared, gi)
+		l.resources.share(h, gi)
 	}
 	if gi != l.taking {
 		l.settle()
@@ -108,17 +97,17 @@ func (l *ledger) admit(gi int64, barrier bool, deps Deps) Deps {
 func (l *ledger) release(gi int64) {
 	l.settle()
 	for _, r := range l.held[gi] {
-		h := l.resources[r]
-		if h == nil {
-			continue
+		i, ok := l.resources.find(r)
+		if !ok {
+			continue // listed twice, and released already
 		}
+		h := &l.resources.slots[i]
 		if h.exclusive == gi {
 			h.exclusive = 0
 		}
-		h.shared = forget(h.shared, gi)
-		if h.exclusive == 0 && len(h.shared) == 0 {
-			delete(l.resources, r)
-			l.free = append(l.free, h)
+		l.resources.setShared(h, forget(l.resources.shared(h), gi))
+		if h.exclusive == 0 && h.list == 0 {
+			l.resources.remove(i)
 		}
 	}
 	if list, ok := l.held[gi]; ok && cap(list) <= maxKeptHeld {
