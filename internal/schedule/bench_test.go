@@ -50,6 +50,21 @@ func benchCatalog() *fakeCatalog {
 	return c
 }
 
+// admitCommitted admits the stream's transactions, over and over, for as
+// long as b runs, with inFlight of them uncommitted: the oldest commits as
+// each new one is admitted.
+func admitCommitted(b *testing.B, p Policy, stream []*binlog.Transaction, inFlight int64) {
+	b.ReportAllocs()
+	for gi := int64(1); b.Loop(); gi++ {
+		if _, err := p.Admit(gi, stream[gi%int64(len(stream))]); err != nil {
+			b.Fatal(err)
+		}
+		if gi > inFlight {
+			p.Committed(gi - inFlight)
+		}
+	}
+}
+
 func BenchmarkAdmitCommitted(b *testing.B) {
 	policies := []struct {
 		name   string
@@ -73,15 +88,7 @@ func BenchmarkAdmitCommitted(b *testing.B) {
 				stream := benchStream(pol.flavor, n, space.size)
 				b.Run(fmt.Sprintf("%s/rows=%d/%s", pol.name, n, space.name), func(b *testing.B) {
 					p := pol.new()
-					b.ReportAllocs()
-					for gi := int64(1); b.Loop(); gi++ {
-						if _, err := p.Admit(gi, stream[gi%int64(len(stream))]); err != nil {
-							b.Fatal(err)
-						}
-						if gi > benchInFlight {
-							p.Committed(gi - benchInFlight)
-						}
-					}
+					admitCommitted(b, p, stream, benchInFlight)
 				})
 			}
 		}
@@ -96,15 +103,7 @@ func BenchmarkAdmitCommittedManyKeys(b *testing.B) {
 	const inFlight = 256
 	stream := benchStream(binlog.FlavorMariaDB, 100, 1_000_000)
 	p := NewWriteset(benchCatalog())
-	b.ReportAllocs()
-	for gi := int64(1); b.Loop(); gi++ {
-		if _, err := p.Admit(gi, stream[gi%int64(len(stream))]); err != nil {
-			b.Fatal(err)
-		}
-		if gi > inFlight {
-			p.Committed(gi - inFlight)
-		}
-	}
+	admitCommitted(b, p, stream, inFlight)
 }
 
 // BenchmarkAdmitStatements is the writeset policy on sysbench's
@@ -127,15 +126,7 @@ func BenchmarkAdmitStatements(b *testing.B) {
 		c.tables[fmt.Sprintf("db.sbtest%d", i)] = c.tables["db.sb"]
 	}
 	p := NewWriteset(c)
-	b.ReportAllocs()
-	for gi := int64(1); b.Loop(); gi++ {
-		if _, err := p.Admit(gi, stream[gi%int64(len(stream))]); err != nil {
-			b.Fatal(err)
-		}
-		if gi > benchInFlight {
-			p.Committed(gi - benchInFlight)
-		}
-	}
+	admitCommitted(b, p, stream, benchInFlight)
 	if rows, whole := p.StatementTables(); rows == 0 || whole != 0 {
 		b.Fatalf("tables by row keys %d, whole %d", rows, whole)
 	}
@@ -151,15 +142,7 @@ func BenchmarkCommittedFarAhead(b *testing.B) {
 	for _, inFlight := range []int64{16, 1024, 8192} {
 		b.Run(fmt.Sprintf("in-flight=%d", inFlight), func(b *testing.B) {
 			p := NewWriteset(benchCatalog())
-			b.ReportAllocs()
-			for gi := int64(1); b.Loop(); gi++ {
-				if _, err := p.Admit(gi, stream[gi%int64(len(stream))]); err != nil {
-					b.Fatal(err)
-				}
-				if gi > inFlight {
-					p.Committed(gi - inFlight)
-				}
-			}
+			admitCommitted(b, p, stream, inFlight)
 		})
 	}
 }
