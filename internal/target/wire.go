@@ -160,34 +160,42 @@ func (w *wire) exec(stmts []string) error {
 // TCP the statements go where they lie, in one writev; otherwise (TLS, or
 // a script of 16 MiB or more, which the packet layer splits) they are
 // copied into one buffer first. A script is most of what gapless sends, so
-// the copy is a few percent of its CPU.
+// the copy is a few percent of its CPU. The packet's length is counted
+// from the statements as sent: withoutServerID shortens some.
 func (w *wire) send(stmts []string) error {
-	n := 0
-	for _, s := range stmts {
-		n += len(s) + 2
-	}
-	length := n - 1 // the command byte, the statements and their separators
 	w.c.ResetSequence()
-	if w.lowat != nil && w.c.Conn.Compression == mysql.MYSQL_COMPRESS_NONE && length < mysql.MaxPayloadLen {
-		header := [5]byte{byte(length), byte(length >> 8), byte(length >> 16), 0, mysql.COM_QUERY}
+	if w.lowat != nil && w.c.Conn.Compression == mysql.MYSQL_COMPRESS_NONE {
+		header := [5]byte{4: mysql.COM_QUERY} // the length goes in below
 		parts := append(w.parts[:0], header[:])
+		length := 1 // the command byte, the statements and their separators
 		for i, s := range stmts {
 			if i > 0 {
 				parts = append(parts, separator)
+				length += len(separator)
 			}
 			if w.fixedServerID {
 				s = withoutServerID(s)
 			}
 			parts = append(parts, unsafe.Slice(unsafe.StringData(s), len(s)))
+			length += len(s)
 		}
-		buffers := net.Buffers(parts) // WriteTo consumes its slice, not parts
-		_, err := buffers.WriteTo(w.lowat.TCPConn)
-		clear(parts) // the statements are not kept
+		if length < mysql.MaxPayloadLen {
+			header[0], header[1], header[2] = byte(length), byte(length>>8), byte(length>>16)
+			buffers := net.Buffers(parts) // WriteTo consumes its slice, not parts
+			_, err := buffers.WriteTo(w.lowat.TCPConn)
+			clear(parts) // the statements are not kept
+			w.parts = parts[:0]
+			w.c.Sequence++
+			return err
+		}
+		clear(parts)
 		w.parts = parts[:0]
-		w.c.Sequence++
-		return err
 	}
 	// Four bytes of packet header, the command byte, then the script.
+	n := 0
+	for _, s := range stmts {
+		n += len(s) + len(separator)
+	}
 	buf := w.packet[:0]
 	if cap(buf) < 5+n {
 		buf = make([]byte, 0, 5+n)

@@ -86,6 +86,18 @@ func TestWireCountsAnswersPastBinlogStatements(t *testing.T) {
 	if got, err = w.queryString("SELECT @z"); err != nil || got != "501" {
 		t.Fatalf("after the long script: @z is %q, %v; want 501", got, err)
 	}
+
+	// On a node that refuses SET server_id, the assignments are taken out
+	// as the script is sent: the packet's length is that of what is sent.
+	w.fixedServerID = true
+	err = w.exec([]string{"SET @@session.server_id=7, @@session.time_zone='+01:00'", "SET @@session.server_id=8", "SET @w = 2"})
+	w.fixedServerID = false
+	if err != nil {
+		t.Fatalf("a script without its server_id assignments: %v", err)
+	}
+	if got, err = w.queryString("SELECT CONCAT(@@session.server_id <> 7, @@session.server_id <> 8, @@session.time_zone, @w)"); err != nil || got != "11+01:002" {
+		t.Fatalf("after the script without server_id: %q, %v; want 11+01:002", got, err)
+	}
 }
 
 // rowEventsOfLastInsert reads a binlog file and returns its format
