@@ -192,9 +192,6 @@ type observed struct {
 	conflicts  map[string]int64
 	serialized map[string]int64
 	taken      map[*job]time.Time // coordinator only: when a job went to its worker
-	// seen is observeDispatch's room: which of the transactions in flight
-	// it has looked at, by group index from the oldest. Coordinator only.
-	seen []bool
 }
 
 func (o *observed) init() {
@@ -274,31 +271,11 @@ func (r *Replica) observeDispatch(j *job, inflight map[int64]*job, barrier bool)
 	o.count(o.conflicts, ConflictDependency, int64(len(j.txns)))
 	mine := jobTables(j)
 	shared := map[binlog.TableRef]bool{}
-	// A batch's members wait for many of the same transactions: each is
-	// looked at once, and none once every table of the batch is found
-	// shared (a batch of wide transactions waits for hundreds).
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, other := range inflight {
-		lo, hi = min(lo, other.gi), max(hi, other.last())
-	}
-	if hi < lo || hi-lo >= maxSeen {
-		lo, hi = 0, -1 // nothing in flight, or too wide a span to mark
-	}
-	seen := o.seen[:0]
-	if span := int(hi - lo + 1); span > 0 {
-		seen = slices.Grow(seen, span)[:span]
-		clear(seen)
-		o.seen = seen
-	}
 	for _, d := range j.deps {
 		if len(shared) == len(mine) {
-			break // every table of the batch is shared already
-		}
-		if d >= lo && d <= hi {
-			if seen[d-lo] {
-				continue
-			}
-			seen[d-lo] = true
+			// Every table of the batch is shared already: a batch of wide
+			// transactions waits for hundreds, which could add none.
+			break
 		}
 		for _, other := range inflight {
 			// The in-flight job that holds this dependency, if any.
@@ -318,10 +295,6 @@ func (r *Replica) observeDispatch(j *job, inflight map[int64]*job, barrier bool)
 	}
 	o.mu.Unlock()
 }
-
-// maxSeen bounds the span of group indexes observeDispatch marks; past
-// it, a dependency held twice is looked at twice.
-const maxSeen = 1 << 20
 
 // observeFinished records a job's end. Coordinator only.
 func (r *Replica) observeFinished(j *job, err error) {

@@ -164,51 +164,39 @@ func (w *wire) exec(stmts []string) error {
 // from the statements as sent: withoutServerID shortens some.
 func (w *wire) send(stmts []string) error {
 	w.c.ResetSequence()
-	if w.lowat != nil && w.c.Conn.Compression == mysql.MYSQL_COMPRESS_NONE {
-		header := [5]byte{4: mysql.COM_QUERY} // the length goes in below
-		parts := append(w.parts[:0], header[:])
-		length := 1 // the command byte, the statements and their separators
-		for i, s := range stmts {
-			if i > 0 {
-				parts = append(parts, separator)
-				length += len(separator)
-			}
-			if w.fixedServerID {
-				s = withoutServerID(s)
-			}
-			parts = append(parts, unsafe.Slice(unsafe.StringData(s), len(s)))
-			length += len(s)
-		}
-		if length < mysql.MaxPayloadLen {
-			header[0], header[1], header[2] = byte(length), byte(length>>8), byte(length>>16)
-			buffers := net.Buffers(parts) // WriteTo consumes its slice, not parts
-			_, err := buffers.WriteTo(w.lowat.TCPConn)
-			clear(parts) // the statements are not kept
-			w.parts = parts[:0]
-			w.c.Sequence++
-			return err
-		}
-		clear(parts)
-		w.parts = parts[:0]
-	}
-	// Four bytes of packet header, the command byte, then the script.
-	n := 0
-	for _, s := range stmts {
-		n += len(s) + len(separator)
-	}
-	buf := w.packet[:0]
-	if cap(buf) < 5+n {
-		buf = make([]byte, 0, 5+n)
-	}
-	buf = append(buf, 0, 0, 0, 0, mysql.COM_QUERY)
+	header := [5]byte{4: mysql.COM_QUERY} // the length goes in below
+	parts := append(w.parts[:0], header[:])
+	length := 1 // the command byte, the statements and their separators
 	for i, s := range stmts {
 		if i > 0 {
-			buf = append(buf, separator...)
+			parts = append(parts, separator)
+			length += len(separator)
 		}
 		if w.fixedServerID {
 			s = withoutServerID(s)
 		}
-		buf = append(buf, s...)
+		parts = append(parts, unsafe.Slice(unsafe.StringData(s), len(s)))
+		length += len(s)
+	}
+	defer func() {
+		clear(parts) // the statements are not kept
+		w.parts = parts[:0]
+	}()
+	if w.lowat != nil && w.c.Conn.Compression == mysql.MYSQL_COMPRESS_NONE && length < mysql.MaxPayloadLen {
+		header[0], header[1], header[2] = byte(length), byte(length>>8), byte(length>>16)
+		buffers := net.Buffers(parts) // WriteTo consumes its slice, not parts
+		_, err := buffers.WriteTo(w.lowat.TCPConn)
+		w.c.Sequence++
+		return err
+	}
+	// Four bytes of packet header, the command byte, then the script:
+	// WritePacket fills in the header.
+	buf := w.packet[:0]
+	if cap(buf) < 4+length {
+		buf = make([]byte, 0, 4+length)
+	}
+	for _, p := range parts {
+		buf = append(buf, p...)
 	}
 	if cap(buf) <= keptPacket {
 		w.packet = buf
