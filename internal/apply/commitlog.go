@@ -41,18 +41,25 @@ func (l *commitLog) notifyLocked() {
 }
 
 // commit records gi as committed.
-func (l *commitLog) commit(gi int64) {
+func (l *commitLog) commit(gi int64) { l.commitRun(gi, 1) }
+
+// commitRun records the n group indexes from first, a batch's, as
+// committed, with one wake-up of the waiters: what they wait for only
+// grows, so none needs to see the run half recorded.
+func (l *commitLog) commitRun(first int64, n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.executed, gi)
-	if gi == l.lowWater+1 {
-		l.lowWater = gi
-		for l.above[l.lowWater+1] {
-			delete(l.above, l.lowWater+1)
-			l.lowWater++
+	for gi := first; gi < first+int64(n); gi++ {
+		delete(l.executed, gi)
+		if gi == l.lowWater+1 {
+			l.lowWater = gi
+			for l.above[l.lowWater+1] {
+				delete(l.above, l.lowWater+1)
+				l.lowWater++
+			}
+		} else if gi > l.lowWater {
+			l.above[gi] = true
 		}
-	} else if gi > l.lowWater {
-		l.above[gi] = true
 	}
 	l.notifyLocked()
 }

@@ -258,9 +258,9 @@ func (w *worker) committed(j *job) {
 // passCommitted records the job's transactions as committed.
 func (w *worker) passCommitted(j *job) {
 	w.replica.passThrough(j.lastTxn())
-	for i, txn := range j.txns {
-		w.replica.clog.commit(j.gi + int64(i))
-		if w.replica.listsAbove() {
+	w.replica.clog.commitRun(j.gi, len(j.txns))
+	if w.replica.listsAbove() {
+		for i, txn := range j.txns {
 			w.mine = append(w.mine, committedTxn{gi: j.gi + int64(i), gtid: txn.MariaDB})
 		}
 	}

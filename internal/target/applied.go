@@ -191,7 +191,7 @@ func (s *Session) EndBinlogged(ctx context.Context, txn *binlog.Transaction) err
 			s.opts.Warn(fmt.Sprintf("%s is in the target's binlog, but the sequence %s it created has no row there (the target crashed right after it?): created it again outside the binlog", txn.GTID(), name))
 		}
 		script = again
-	} else if script = sequencesAgain(txn); script == nil {
+	} else if script = s.sequencesAgain(txn); script == nil {
 		return nil
 	}
 	s.format = nil // a format description event may come first: the next group sends its own
@@ -241,9 +241,9 @@ func (s *Session) sequenceCreatedAgain(txn *binlog.Transaction) ([]string, strin
 		} else if code, _ := errorCode(err); code != errRecordNotFound {
 			return nil, ""
 		}
-		script := []string{"DROP SEQUENCE IF EXISTS " + name}
+		script := s.utf8Client(nil, "DROP SEQUENCE IF EXISTS "+name)
 		if db != "" {
-			script = append(script, "USE "+quoteName(db))
+			script = s.utf8Client(script, "USE "+quoteName(db))
 			s.db = "" // the next group sets its own database
 		}
 		return append(script, sourceStatement(text, true)), n.Schema + "." + n.Table
@@ -257,7 +257,7 @@ const errRecordNotFound = 1032
 
 // sequencesAgain returns the statements that apply txn, a group that
 // writes sequences alone, again (EndBinlogged), or nil for any other group.
-func sequencesAgain(txn *binlog.Transaction) []string {
+func (s *Session) sequencesAgain(txn *binlog.Transaction) []string {
 	if !txn.SequencesOnly || len(txn.Format.Raw) == 0 {
 		return nil
 	}
@@ -275,7 +275,7 @@ func sequencesAgain(txn *binlog.Transaction) []string {
 			rows = append(rows, ev.Raw)
 		case *SequenceValue:
 			flush()
-			script = append(script, e.Statement())
+			script = s.utf8Client(script, e.Statement())
 		}
 	}
 	flush()

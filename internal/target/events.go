@@ -176,7 +176,7 @@ func (g *eventScript) add(ev binlog.Event) error {
 		g.body = g.rows.addRows(g.body, ev.Raw, e.Flags&replication.RowsEventStmtEndFlag != 0)
 	case *SequenceValue:
 		g.body = g.rows.flush(g.body)
-		g.body = append(g.body, e.Statement())
+		g.body = g.s.utf8Client(g.body, e.Statement())
 	case *replication.XIDEvent:
 		g.body = g.rows.flush(g.body)
 		*g.tail = append(*g.tail, "COMMIT")
@@ -259,6 +259,15 @@ func (g *eventScript) query(ev binlog.Event, e *replication.QueryEvent) error {
 	// bit inside transactions, and setting it would commit ours.
 	state.Flags2Mask = formatFlags2(txn.Format) &^ binlog.Flags2NotAutocommit
 	g.use(ev, e, text)
+	if !state.HasCharset && s.conn != nil && s.conn.singleByteClient {
+		// An event without a character set is read in the
+		// connection's own (utf8mb4), never in binlogCharset.
+		g.body = append(g.body, "SET @@session.character_set_client=utf8mb4")
+		s.conn.singleByteClient = false
+	}
+	if state.HasCharset && s.conn != nil {
+		s.conn.singleByteClient = false // Statements sets it: binlogClient cleared the session's
+	}
 	g.body = append(g.body, state.Statements(s.state)...)
 	s.state = &state
 	g.body = append(g.body, g.context...)
@@ -326,16 +335,8 @@ func (g *eventScript) use(ev binlog.Event, e *replication.QueryEvent, text strin
 	if db == "" || db == s.db || (ev.Header.Flags&replication.LOG_EVENT_SUPPRESS_USE_F != 0 && !altersCurrentDatabase(text)) {
 		return
 	}
-	if !isASCII(db) {
-		// A database name is in UTF-8; the session may be
-		// reading statements in the source's last client
-		// character set (koi8r, cp1251, ...).
-		g.body = append(g.body, "SET @@session.character_set_client=utf8mb4")
-		if s.state != nil {
-			s.state.HasCharset = false
-		}
-	}
-	g.body = append(g.body, "USE "+quoteName(db))
+	// A database name is in UTF-8 (utf8Client).
+	g.body = s.utf8Client(g.body, "USE "+quoteName(db))
 	s.db = db
 	if s.state != nil {
 		s.state.HasCollationDatabase = false

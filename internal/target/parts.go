@@ -198,8 +198,8 @@ func nonTransactionalRowStatements(txn *binlog.Transaction) []rowStatement {
 func (s *Session) rowStatementsScript(txn *binlog.Transaction, statements []rowStatement) []string {
 	body := []string{ownDomainStatement}
 	for _, st := range statements[:len(statements)-1] {
-		body = append(body, st.text())
+		body = s.utf8Client(body, st.text())
 	}
 	body = append(body, gtidStatements(txn.MariaDB)...)
-	return append(body, statements[len(statements)-1].text())
+	return s.utf8Client(body, statements[len(statements)-1].text())
 }

@@ -13,7 +13,7 @@ import (
 // rowBatcher starts a batcher whose BINLOG statements, in base64 (4 bytes
 // for 3) with the statement's own text, fit in one packet.
 func (s *Session) rowBatcher() rowBatcher {
-	return rowBatcher{limit: (min(s.maxStatement, roundTrip) - 1024) * 3 / 4}
+	return rowBatcher{limit: (min(s.maxStatement, roundTrip) - 1024) * 3 / 4, s: s}
 }
 
 // rowBatcher gathers table map and row events into BINLOG statements no
@@ -25,6 +25,7 @@ func (s *Session) rowBatcher() rowBatcher {
 // GTIDs. A whole statement larger than a packet goes in fragments
 // (runFragmented), up to two of 1 GiB.
 type rowBatcher struct {
+	s        *Session
 	limit    int
 	whole    bool
 	pending  [][]byte
@@ -55,7 +56,7 @@ func (b *rowBatcher) addRows(stmts []string, raw []byte, stmtEnd bool) []string 
 			done = b.pending[:len(b.pending)-len(b.stmtMaps)]
 		}
 		if len(done) > 0 {
-			stmts = append(stmts, binlogStatement(done))
+			stmts = append(b.s.binlogClient(stmts), binlogStatement(done))
 		}
 		b.pending = append(b.pending[:0], b.stmtMaps...) // done is encoded already
 		b.size = 0
@@ -80,11 +81,60 @@ func (b *rowBatcher) addRows(stmts []string, raw []byte, stmtEnd bool) []string 
 
 func (b *rowBatcher) flush(stmts []string) []string {
 	if len(b.pending) > 0 {
-		stmts = append(stmts, binlogStatement(b.pending))
+		stmts = append(b.s.binlogClient(stmts), binlogStatement(b.pending))
 	}
 	// The rooms are kept: a statement holds its events' encoding, not them.
 	b.pending, b.stmtMaps, b.size, b.stmtRows, b.maps = b.pending[:0], b.stmtMaps[:0], 0, 0, 0
 	return stmts
+}
+
+// binlogCharset is the character_set_client BINLOG statements are read
+// in. The server's lexer reads a string literal a byte at a time, and under
+// a multi-byte character set (utf8mb4, the connection's own) it also asks
+// the character set about every byte: that was 11% of the target's CPU on
+// W1. Under a single-byte one the same statement costs it about half (the
+// note on issue 47). Base64 is ASCII, which reads the same in either.
+const binlogCharset = "latin1"
+
+// binlogClient adds, before a BINLOG statement, the SET of binlogCharset
+// when the connection may read statements in another character set. The
+// session then no longer knows its client character set: the source's next
+// statement sets its own again (binlog.SessionState.Statements), and what
+// gapless writes itself is ASCII or sets utf8mb4 first (utf8Client).
+func (s *Session) binlogClient(stmts []string) []string {
+	if s == nil || s.conn == nil || s.conn.singleByteClient {
+		return stmts
+	}
+	s.conn.singleByteClient = true
+	s.forgetCharset()
+	return append(stmts, "SET @@session.character_set_client="+binlogCharset)
+}
+
+// utf8Client adds, before a statement of gapless's own with names that are
+// not ASCII (UTF-8, as the binlog gives them), the SET that makes the
+// session read it in utf8mb4: the session may be reading statements in
+// binlogCharset or in the source's last client character set.
+func (s *Session) utf8Client(stmts []string, stmt string) []string {
+	if isASCII(stmt) {
+		return append(stmts, stmt)
+	}
+	if s.conn != nil {
+		s.conn.singleByteClient = false
+	}
+	s.forgetCharset()
+	return append(stmts, "SET @@session.character_set_client=utf8mb4", stmt)
+}
+
+// forgetCharset marks the session's client character set unknown, so that
+// the source's next statement sets its own. The state is replaced, not
+// changed: a script made ahead from the state before (Prepare) is then
+// made again.
+func (s *Session) forgetCharset() {
+	if s.state != nil && s.state.HasCharset {
+		copied := *s.state
+		copied.HasCharset = false
+		s.state = &copied
+	}
 }
 
 // binlogStatement wraps raw events in one BINLOG statement: the base64 of

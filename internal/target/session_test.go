@@ -3,6 +3,8 @@ package target
 import (
 	"strings"
 	"testing"
+
+	"gapless/internal/binlog"
 )
 
 // TestRowBatcherBoundsTableMaps checks that BINLOG statements end at a
@@ -85,5 +87,39 @@ func TestRowBatcherKeepsAStatementWhole(t *testing.T) {
 		if whole && len(stmts) != 2 || !whole && len(stmts) <= 2 {
 			t.Errorf("whole=%v: two statements of 300 bytes of rows, limit 100, made %d BINLOG statements", whole, len(stmts))
 		}
+	}
+}
+
+// TestBinlogClientCharset checks that a connection reads its first BINLOG
+// statement, and none after it, in binlogCharset, that the session then
+// forgets its client character set (the source's next statement sets its
+// own), and that a statement of gapless's own with a name that is not
+// ASCII sets utf8mb4 first.
+func TestBinlogClientCharset(t *testing.T) {
+	const set = "SET @@session.character_set_client=" + binlogCharset
+	s := &Session{conn: &wire{}, state: &binlog.SessionState{HasCharset: true, CharsetClient: 45}}
+	known := s.state
+	b := s.rowBatcher()
+	var stmts []string
+	for range 2 {
+		stmts = b.addTableMap(stmts, []byte("m"))
+		stmts = b.addRows(stmts, []byte("rows"), true)
+		stmts = b.flush(stmts)
+	}
+	if len(stmts) != 3 || stmts[0] != set || !strings.HasPrefix(stmts[1], "BINLOG '") || !strings.HasPrefix(stmts[2], "BINLOG '") {
+		t.Fatalf("two BINLOG statements made %q, want the SET of %s once, before the first", stmts, binlogCharset)
+	}
+	if s.state.HasCharset || !known.HasCharset {
+		t.Fatalf("after the SET the session believes its character set known (%v), or the state before it was changed in place (%v)", s.state.HasCharset, !known.HasCharset)
+	}
+	if got := s.utf8Client(nil, "DO SETVAL(`s`.`seq`, 1, 0, 0)"); len(got) != 1 {
+		t.Fatalf("an ASCII statement got %q, want it alone", got)
+	}
+	got := s.utf8Client(nil, "DO SETVAL(`s`.`séq`, 1, 0, 0)")
+	if len(got) != 2 || got[0] != "SET @@session.character_set_client=utf8mb4" || s.conn.singleByteClient {
+		t.Fatalf("a statement with a name that is not ASCII got %q (connection in %s: %v), want utf8mb4 set first", got, binlogCharset, s.conn.singleByteClient)
+	}
+	if stmts = b.flush(b.addRows(nil, []byte("rows"), true)); len(stmts) != 2 || stmts[0] != set {
+		t.Fatalf("a BINLOG statement after utf8mb4 was set made %q, want the SET of %s again", stmts, binlogCharset)
 	}
 }

@@ -50,6 +50,11 @@ type wire struct {
 	fixedServerID bool
 	// addr is the server's host:port (a node of a list: dburl.Nodes).
 	addr string
+	// singleByteClient: the connection's character_set_client is
+	// binlogCharset, set for BINLOG statements (rows.go). Only a hint for
+	// leaving the next SET out: what a script needs of the character set
+	// never rests on it.
+	singleByteClient bool
 }
 
 const keptPacket = 4 << 20
