@@ -268,35 +268,13 @@ func (s *SessionState) decodeStatusVar(r *statusReader) error {
 			s.HasSQLMode = true
 		}
 	case StatusCatalog:
-		var b []byte
-		n, err := r.uint8()
-		if err != nil {
-			return err
-		}
-		if b, err = r.take(int(n) + 1); err != nil {
-			return err
-		}
-		s.Catalog = string(b[:n])
+		err = s.decodeCatalog(r)
 	case StatusCatalogNZ:
 		s.Catalog, err = r.lengthPrefixed()
 	case StatusAutoIncrement:
-		var inc, off uint16
-		if inc, err = r.uint16(); err != nil {
-			return err
-		}
-		if off, err = r.uint16(); err != nil {
-			return err
-		}
-		s.AutoIncrementIncrement, s.AutoIncrementOffset = inc, off
+		err = s.decodeAutoIncrement(r)
 	case StatusCharset:
-		b, err := r.take(6)
-		if err != nil {
-			return err
-		}
-		s.CharsetClient = binary.LittleEndian.Uint16(b)
-		s.CollationConnection = binary.LittleEndian.Uint16(b[2:])
-		s.CollationServer = binary.LittleEndian.Uint16(b[4:])
-		s.HasCharset = true
+		err = s.decodeCharset(r)
 	case StatusTimeZone:
 		if s.TimeZone, err = r.lengthPrefixed(); err == nil {
 			s.HasTimeZone = true
@@ -317,32 +295,9 @@ func (s *SessionState) decodeStatusVar(r *statusReader) error {
 			s.HasInvoker = true
 		}
 	case StatusUpdatedDBNames:
-		n, err := r.uint8()
-		if err != nil {
-			return err
-		}
-		s.HasUpdatedDBNames = true
-		s.UpdatedDBNames = nil
-		if n > maxDBsInEventMTS {
-			s.UpdatedDBNamesOverflow = true
-			return nil
-		}
-		for range n {
-			name, err := r.nulTerminated()
-			if err != nil {
-				return err
-			}
-			s.UpdatedDBNames = append(s.UpdatedDBNames, name)
-		}
+		err = s.decodeUpdatedDBNames(r)
 	case StatusMicroseconds, StatusHRNow:
-		var us uint32
-		if us, err = r.uint24(); err != nil {
-			return err
-		}
-		if us > 999999 {
-			return fmt.Errorf("binlog: query status var %d: microseconds %d out of range", r.code, us)
-		}
-		s.Micros = us
+		err = s.decodeMicros(r)
 	case StatusExplicitDefaultsForTimestamp:
 		var v uint8
 		if v, err = r.uint8(); err == nil {
@@ -374,27 +329,114 @@ func (s *SessionState) decodeStatusVar(r *statusReader) error {
 			s.StartAlterSeqNo, err = r.uint64()
 		}
 	case StatusCharacterSetCollations:
-		n, err := r.uint8()
-		if err != nil {
-			return err
-		}
-		b, err := r.take(4 * int(n))
-		if err != nil {
-			return err
-		}
-		s.CharacterSetCollations = make([]CharsetCollation, n)
-		for i := range s.CharacterSetCollations {
-			s.CharacterSetCollations[i] = CharsetCollation{
-				From: binary.LittleEndian.Uint16(b[4*i:]),
-				To:   binary.LittleEndian.Uint16(b[4*i+2:]),
-			}
-		}
-		s.HasCharacterSetCollations = true
+		err = s.decodeCharacterSetCollations(r)
 	case StatusDummy:
 	default:
 		return ErrUnknownStatusVar
 	}
 	return err
+}
+
+// decodeCatalog reads the catalog as servers before MySQL 5.0.4 wrote it:
+// a length, then the name and a NUL.
+func (s *SessionState) decodeCatalog(r *statusReader) error {
+	n, err := r.uint8()
+	if err != nil {
+		return err
+	}
+	b, err := r.take(int(n) + 1)
+	if err != nil {
+		return err
+	}
+	s.Catalog = string(b[:n])
+	return nil
+}
+
+func (s *SessionState) decodeAutoIncrement(r *statusReader) error {
+	inc, err := r.uint16()
+	if err != nil {
+		return err
+	}
+	off, err := r.uint16()
+	if err != nil {
+		return err
+	}
+	s.AutoIncrementIncrement, s.AutoIncrementOffset = inc, off
+	return nil
+}
+
+// decodeCharset reads character_set_client, collation_connection and
+// collation_server, two bytes each.
+func (s *SessionState) decodeCharset(r *statusReader) error {
+	b, err := r.take(6)
+	if err != nil {
+		return err
+	}
+	s.CharsetClient = binary.LittleEndian.Uint16(b)
+	s.CollationConnection = binary.LittleEndian.Uint16(b[2:])
+	s.CollationServer = binary.LittleEndian.Uint16(b[4:])
+	s.HasCharset = true
+	return nil
+}
+
+// decodeUpdatedDBNames reads the databases a statement changed: a count,
+// then as many NUL-terminated names, or none when the count says more
+// than maxDBsInEventMTS (the source did not list them).
+func (s *SessionState) decodeUpdatedDBNames(r *statusReader) error {
+	n, err := r.uint8()
+	if err != nil {
+		return err
+	}
+	s.HasUpdatedDBNames = true
+	s.UpdatedDBNames = nil
+	if n > maxDBsInEventMTS {
+		s.UpdatedDBNamesOverflow = true
+		return nil
+	}
+	for range n {
+		name, err := r.nulTerminated()
+		if err != nil {
+			return err
+		}
+		s.UpdatedDBNames = append(s.UpdatedDBNames, name)
+	}
+	return nil
+}
+
+// decodeMicros reads the microseconds of the statement's start, three
+// bytes.
+func (s *SessionState) decodeMicros(r *statusReader) error {
+	us, err := r.uint24()
+	if err != nil {
+		return err
+	}
+	if us > 999999 {
+		return fmt.Errorf("binlog: query status var %d: microseconds %d out of range", r.code, us)
+	}
+	s.Micros = us
+	return nil
+}
+
+// decodeCharacterSetCollations reads MariaDB's
+// @@character_set_collations: a count, then pairs of collation ids.
+func (s *SessionState) decodeCharacterSetCollations(r *statusReader) error {
+	n, err := r.uint8()
+	if err != nil {
+		return err
+	}
+	b, err := r.take(4 * int(n))
+	if err != nil {
+		return err
+	}
+	s.CharacterSetCollations = make([]CharsetCollation, n)
+	for i := range s.CharacterSetCollations {
+		s.CharacterSetCollations[i] = CharsetCollation{
+			From: binary.LittleEndian.Uint16(b[4*i:]),
+			To:   binary.LittleEndian.Uint16(b[4*i+2:]),
+		}
+	}
+	s.HasCharacterSetCollations = true
+	return nil
 }
 
 // QuerySessionState decodes the session state of a QUERY_EVENT: its status
