@@ -222,20 +222,7 @@ func (d *Decoder) undecodable(ue *UndecodableError) (*replication.BinlogEvent, e
 func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error, pending *PendingRows) (txn *Transaction, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			seg, off := d.reader.Position()
-			de := &DecodeError{Event: ev.Header.EventType, Segment: seg, Offset: off, After: d.lastGTID(), Err: fmt.Errorf("panic: %v", r)}
-			if d.txn != nil {
-				de.GTID, de.Table = d.txn.GTID(), d.txn.lastTable()
-			}
-			switch e := ev.Event.(type) {
-			case *replication.RowsEvent:
-				if e.Table != nil {
-					de.Table = string(e.Table.Schema) + "." + string(e.Table.Table)
-				}
-			case *replication.TableMapEvent:
-				de.Table = string(e.Schema) + "." + string(e.Table)
-			}
-			txn, err = nil, de
+			txn, err = nil, d.panicked(ev, r)
 		}
 	}()
 	if ev.Header.EventType == replication.FORMAT_DESCRIPTION_EVENT {
@@ -281,6 +268,32 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error, pending *Pe
 		return nil, nil
 	}
 	txn, d.txn = d.txn, nil
+	return d.complete(txn), nil
+}
+
+// panicked is the DecodeError for a panic while ev was taken (a gapless
+// bug): the group, the event, its table and where it lies.
+func (d *Decoder) panicked(ev *replication.BinlogEvent, r any) *DecodeError {
+	seg, off := d.reader.Position()
+	de := &DecodeError{Event: ev.Header.EventType, Segment: seg, Offset: off, After: d.lastGTID(), Err: fmt.Errorf("panic: %v", r)}
+	if d.txn != nil {
+		de.GTID, de.Table = d.txn.GTID(), d.txn.lastTable()
+	}
+	switch e := ev.Event.(type) {
+	case *replication.RowsEvent:
+		if e.Table != nil {
+			de.Table = string(e.Table.Schema) + "." + string(e.Table.Table)
+		}
+	case *replication.TableMapEvent:
+		de.Table = string(e.Schema) + "." + string(e.Table)
+	}
+	return de
+}
+
+// complete finishes a group whose last event was taken: its events kept,
+// a skipped one emptied, the statement sessions' temporary tables read.
+// It returns the group, or nil when the target holds it already.
+func (d *Decoder) complete(txn *Transaction) *Transaction {
 	txn.Events = d.keepEvents(txn.Events)
 	if d.rowsLeft {
 		d.reader.HeadersOnly(nil)
@@ -308,10 +321,10 @@ func (d *Decoder) take(ev *replication.BinlogEvent, undecoded error, pending *Pe
 			d.sourceStarts = 0
 			d.holdTemporary()
 		}
-		return nil, nil
+		return nil
 	}
 	d.returned = true
-	return txn, nil
+	return txn
 }
 
 // A group's events are gathered in the decoder's own slice (events), which
