@@ -237,72 +237,119 @@ func (a *analyzer) report(cut *groupCutter) *Report {
 	return report
 }
 
-// run drives the pipeline over src.
+// run drives the pipeline over src: the reader cuts events into batches of
+// groups, the decode pool decodes and prices them, the in-order stage numbers
+// their transactions and feeds every policy, and the report is made once all
+// of them have stopped.
 func run(ctx context.Context, src eventSource, opts Options) (*Report, error) {
 	a, err := newAnalyzer(opts)
 	if err != nil {
 		return nil, err
 	}
-	opts = a.opts
 	started := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer src.close()
 
-	// Reader: events cut into groups, in batches.
 	cutter := &groupCutter{}
 	toDecode := make(chan *batch, 4)
 	ordered := make(chan *batch, 4)
 	var readErr error
 	go func() {
+		// readErr is written before the closes, so it may be read once
+		// toDecode is drained.
 		defer close(toDecode)
 		defer close(ordered)
-		b := &batch{done: make(chan struct{})}
-		send := func() bool {
-			select {
-			case ordered <- b:
-			case <-ctx.Done():
-				return false
-			}
-			select {
-			case toDecode <- b:
-			case <-ctx.Done():
-				return false
+		readErr = readBatches(ctx, src, cutter, ordered, toDecode)
+	}()
+	decoders := a.startDecoders(toDecode)
+	feeds, policies := a.startPolicies(cancel)
+
+	orderErr := a.feedInOrder(ctx, cancel, ordered, feeds)
+
+	// Stopping: the policies finish what they were fed, the cancel stops
+	// the reader, and draining toDecode lets the decode pool end.
+	for _, feed := range feeds {
+		close(feed)
+	}
+	policies.Wait()
+	cancel()
+	for range toDecode {
+	}
+	decoders.Wait()
+
+	if err := a.firstError(orderErr, readErr); err != nil {
+		return nil, err
+	}
+	report := a.report(cutter)
+	report.Elapsed = time.Since(started).Seconds()
+	if report.Elapsed > 0 {
+		report.MBPerSecond = float64(report.Bytes) / 1e6 / report.Elapsed
+	}
+	return report, nil
+}
+
+// readBatches is the reader stage: it cuts src's events into groups and
+// hands them on in batches, each to ordered before toDecode, so that the
+// in-order stage holds the batches in source order. It returns nil when
+// the analysis was cancelled while it handed a batch on; the groups read
+// before an error are still handed on.
+func readBatches(ctx context.Context, src eventSource, cutter *groupCutter, ordered, toDecode chan<- *batch) error {
+	b := &batch{done: make(chan struct{})}
+	var readErr error
+	for {
+		raw, err := src.next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			readErr = err
+			break
+		}
+		g, err := cutter.add(raw)
+		if err != nil {
+			readErr = err
+			break
+		}
+		if g == nil {
+			continue
+		}
+		b.groups = append(b.groups, g)
+		for _, ev := range g.events {
+			b.bytes += len(ev.data)
+		}
+		if len(b.groups) == batchSize || b.bytes >= batchBytes {
+			if !handOn(ctx, b, ordered, toDecode) {
+				return nil
 			}
 			b = &batch{done: make(chan struct{})}
-			return true
 		}
-		for {
-			raw, err := src.next(ctx)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				readErr = err
-				break
-			}
-			g, err := cutter.add(raw)
-			if err != nil {
-				readErr = err
-				break
-			}
-			if g == nil {
-				continue
-			}
-			b.groups = append(b.groups, g)
-			for _, ev := range g.events {
-				b.bytes += len(ev.data)
-			}
-			if (len(b.groups) == batchSize || b.bytes >= batchBytes) && !send() {
-				return
-			}
-		}
-		if len(b.groups) > 0 {
-			send()
-		}
-	}()
+	}
+	if len(b.groups) > 0 {
+		handOn(ctx, b, ordered, toDecode)
+	}
+	return readErr
+}
 
-	// Decode pool: events, row images, keys from table maps, costs.
+// handOn gives b to the in-order stage, then to the decode pool; false
+// when the analysis was cancelled first.
+func handOn(ctx context.Context, b *batch, ordered, toDecode chan<- *batch) bool {
+	select {
+	case ordered <- b:
+	case <-ctx.Done():
+		return false
+	}
+	select {
+	case toDecode <- b:
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+// startDecoders starts the decode pool, a goroutine per processor, which
+// ends once toDecode is closed and drained.
+func (a *analyzer) startDecoders(toDecode <-chan *batch) *sync.WaitGroup {
 	var pool sync.WaitGroup
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		pool.Add(1)
@@ -310,26 +357,38 @@ func run(ctx context.Context, src eventSource, opts Options) (*Report, error) {
 			defer pool.Done()
 			dec := newDecoder(a.needRows)
 			for b := range toDecode {
-				b.txns = make([]*txnInfo, 0, len(b.groups))
-				for _, g := range b.groups {
-					t, err := dec.transaction(g)
-					if err != nil {
-						b.err = err
-						break
-					}
-					if !opts.Since.IsZero() && t.txn.SourceTime.Before(opts.Since) || !opts.keep.keeps(t.txn) {
-						continue
-					}
-					a.prepare(t, dec.keys)
-					b.txns = append(b.txns, t)
-				}
-				b.groups = nil
-				close(b.done)
+				a.decodeBatch(dec, b)
 			}
 		}()
 	}
+	return &pool
+}
 
-	// Policies, each on its own goroutine.
+// decodeBatch turns b's groups into the prepared transactions the options
+// keep (events, row images, keys from table maps, costs) and closes b.done.
+// The first error ends the batch: b.err holds it, b.txns what came before.
+func (a *analyzer) decodeBatch(dec *decoder, b *batch) {
+	b.txns = make([]*txnInfo, 0, len(b.groups))
+	for _, g := range b.groups {
+		t, err := dec.transaction(g)
+		if err != nil {
+			b.err = err
+			break
+		}
+		if !a.opts.Since.IsZero() && t.txn.SourceTime.Before(a.opts.Since) || !a.opts.keep.keeps(t.txn) {
+			continue
+		}
+		a.prepare(t, dec.keys)
+		b.txns = append(b.txns, t)
+	}
+	b.groups = nil
+	close(b.done)
+}
+
+// startPolicies starts a goroutine per policy run, fed batches in order
+// through its own channel. A run's first error is kept in its err and
+// cancels the analysis; the run then only drains its feed.
+func (a *analyzer) startPolicies(cancel context.CancelFunc) ([]chan *batch, *sync.WaitGroup) {
 	feeds := make([]chan *batch, len(a.runs))
 	var policies sync.WaitGroup
 	for i, r := range a.runs {
@@ -351,20 +410,25 @@ func run(ctx context.Context, src eventSource, opts Options) (*Report, error) {
 			}
 		}()
 	}
+	return feeds, &policies
+}
 
-	var pipeErr error
+// feedInOrder is the in-order stage: it waits for each batch to be
+// decoded, numbers its transactions into the statistics, and feeds it to
+// every policy. It stops at the end of ordered, at a cancel, or at a
+// batch's decode error, which it returns after cancelling the analysis.
+func (a *analyzer) feedInOrder(ctx context.Context, cancel context.CancelFunc, ordered <-chan *batch, feeds []chan *batch) error {
 	for b := range ordered {
 		select {
 		case <-b.done:
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
-			break
+			return nil
 		}
 		if b.err != nil {
-			pipeErr = b.err
 			cancel()
-			break
+			return b.err
 		}
 		for _, t := range b.txns {
 			a.number(t)
@@ -373,31 +437,23 @@ func run(ctx context.Context, src eventSource, opts Options) (*Report, error) {
 			feed <- b
 		}
 	}
-	for _, feed := range feeds {
-		close(feed)
-	}
-	policies.Wait()
-	cancel()
-	for range toDecode {
-	}
-	pool.Wait()
+	return nil
+}
 
-	for _, err := range []error{pipeErr, readErr} {
+// firstError is the error an analysis ends with: the in-order stage's, then
+// the reader's, then the first failed policy run's.
+func (a *analyzer) firstError(orderErr, readErr error) error {
+	for _, err := range []error{orderErr, readErr} {
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, r := range a.runs {
 		if r.err != nil {
-			return nil, r.err
+			return r.err
 		}
 	}
-	report := a.report(cutter)
-	report.Elapsed = time.Since(started).Seconds()
-	if report.Elapsed > 0 {
-		report.MBPerSecond = float64(report.Bytes) / 1e6 / report.Elapsed
-	}
-	return report, nil
+	return nil
 }
 
 func workersKey(w int) string { return strconv.Itoa(w) }

@@ -20,9 +20,27 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteText writes the report for a terminal.
+// WriteText writes the report for a terminal: what was read, then, when
+// it held transactions, the predicted speedups, the source's commit groups,
+// why parallelism is lost, and the advice.
 func (r *Report) WriteText(w io.Writer) error {
 	p := &printer{w: w}
+	r.writeInput(p)
+	if r.Transactions == 0 {
+		return p.err
+	}
+	if err := r.writeSpeedup(p); err != nil {
+		return err
+	}
+	r.writeCommitGroups(p)
+	r.writeLostParallelism(p)
+	r.writeAdvice(p)
+	return p.err
+}
+
+// writeInput writes the heading: what was read, how much, how fast, what
+// of it was left out, and where the keys came from.
+func (r *Report) writeInput(p *printer) {
 	p.line("gapless analyze: %s", r.Input)
 	flavor := r.Flavor
 	if r.ServerVersion != "" {
@@ -44,10 +62,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		p.line("  the input ends inside a transaction, which was left out")
 	}
 	p.line("  keys: %s", r.KeysNote)
-	if r.Transactions == 0 {
-		return p.err
-	}
+}
 
+// writeSpeedup writes the predicted speedups: the cost model they rest on,
+// the table of policies by worker count, and the policies' warnings. The
+// table's error is returned; the printer keeps the others.
+func (r *Report) writeSpeedup(p *printer) error {
 	p.blank()
 	p.line("Predicted speedup over serial apply (strict commit order)")
 	capacity := "unlimited (a core per worker)"
@@ -59,6 +79,21 @@ func (r *Report) WriteText(w io.Writer) error {
 	if c := r.Calibration; c != nil {
 		p.line("  calibrated on %s: %s", c.Target, c.Summary())
 	}
+	if err := r.writeSpeedupTable(p.w); err != nil {
+		return err
+	}
+	for _, pol := range r.Policies {
+		if pol.Warning != "" {
+			p.line("  %s: %s", pol.Name, pol.Warning)
+		}
+	}
+	return nil
+}
+
+// writeSpeedupTable writes a row per policy: its speedup at each worker
+// count and its longest dependency chain, in aligned columns. It writes to
+// w whatever the printer's error.
+func (r *Report) writeSpeedupTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "  policy\t"
 	for _, n := range r.Workers {
@@ -72,15 +107,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintln(tw, row+fmt.Sprintf("%d\t", pol.Longest.Length))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, pol := range r.Policies {
-		if pol.Warning != "" {
-			p.line("  %s: %s", pol.Name, pol.Warning)
-		}
-	}
+	return tw.Flush()
+}
 
+// writeCommitGroups writes how the source committed: its commit groups by
+// size, and its commit rate.
+func (r *Report) writeCommitGroups(p *printer) {
 	p.blank()
 	g := r.GroupCommit
 	p.line("Source commit groups (by %s): %d groups, %.2f transactions each on average", g.By, g.Groups, g.MeanSize)
@@ -96,9 +128,29 @@ func (r *Report) WriteText(w io.Writer) error {
 		writers = fmt.Sprintf("about %.0f committing connections per second", c.Writers)
 	}
 	p.line("  commit rate: median %.0f/s, p95 %.0f/s over %d busy seconds; %s", c.MedianPerSecond, c.PeakPerSecond, c.BusySeconds, writers)
+}
 
+// writeLostParallelism writes the section "Why parallelism is lost", from
+// what forbids running beside others to what only delays it.
+func (r *Report) writeLostParallelism(p *printer) {
 	p.blank()
 	p.line("Why parallelism is lost")
+	r.writeBarriers(p)
+	r.writeTableObstacles(p)
+	r.writeWritesetWaits(p)
+	for _, pol := range r.Policies {
+		p.line("  %s: longest dependency chain %d transactions (%s .. %s), at %d workers %.0f%% of worker time waiting for dependencies, %.0f%% for the commit turn",
+			pol.Name, pol.Longest.Length, pol.Longest.From, pol.Longest.To, r.ReferenceWorkers, 100*pol.DepWaitShare, 100*pol.TurnWaitShare)
+	}
+	r.writeLargeTransactions(p)
+	if len(r.Domains) > 1 || len(r.Schemas) > 1 {
+		p.line("  domains: %s; schemas: %s", countsText(r.Domains, 5), countsText(r.Schemas, 5))
+	}
+}
+
+// writeBarriers writes the kinds of transactions that run alone, each with
+// its examples.
+func (r *Report) writeBarriers(p *printer) {
 	if len(r.Barriers) == 0 {
 		p.line("  barriers: none")
 	}
@@ -110,6 +162,12 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 		}
 	}
+}
+
+// writeTableObstacles writes what in the tables and row images keeps
+// writeset from telling transactions apart: no primary key, unknown keys,
+// foreign keys, partial row images.
+func (r *Report) writeTableObstacles(p *printer) {
 	for _, t := range r.TablesWithoutPK {
 		p.line("  no primary key: %s (%s)", t.Name, plural(t.Transactions, "transaction"))
 	}
@@ -122,29 +180,37 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.PartialRowImages > 0 {
 		p.line("  partial row images (binlog_row_image not FULL): %s", plural(r.PartialRowImages, "transaction"))
 	}
-	if ws := r.Waits; ws != nil {
-		p.line("  writeset: %s (%.1f%%) waited for one of the %d before them", plural(ws.Transactions, "transaction"), pct(ws.Transactions, r.Transactions), r.Workers[len(r.Workers)-1])
-		if ws.AfterBarrier > 0 {
-			p.line("    %s for a barrier", plural(ws.AfterBarrier, "wait"))
-		}
-		if ws.ForeignKeys > 0 {
-			p.line("    %s on the shared foreign-key lock", plural(ws.ForeignKeys, "wait"))
-		}
-		for _, t := range ws.ByTable {
-			note := ""
-			if t.Note != "" {
-				note = " (" + t.Note + ")"
-			}
-			p.line("    table %s: %s%s", t.Name, plural(t.Transactions, "transaction"), note)
-		}
-		for _, k := range ws.ByKey {
-			p.line("    row %s: %s", k.Name, plural(k.Transactions, "transaction"))
-		}
+}
+
+// writeWritesetWaits writes what writeset's transactions waited for, when
+// writeset was simulated: barriers, the foreign-key lock, tables and rows.
+func (r *Report) writeWritesetWaits(p *printer) {
+	ws := r.Waits
+	if ws == nil {
+		return
 	}
-	for _, pol := range r.Policies {
-		p.line("  %s: longest dependency chain %d transactions (%s .. %s), at %d workers %.0f%% of worker time waiting for dependencies, %.0f%% for the commit turn",
-			pol.Name, pol.Longest.Length, pol.Longest.From, pol.Longest.To, r.ReferenceWorkers, 100*pol.DepWaitShare, 100*pol.TurnWaitShare)
+	p.line("  writeset: %s (%.1f%%) waited for one of the %d before them", plural(ws.Transactions, "transaction"), pct(ws.Transactions, r.Transactions), r.Workers[len(r.Workers)-1])
+	if ws.AfterBarrier > 0 {
+		p.line("    %s for a barrier", plural(ws.AfterBarrier, "wait"))
 	}
+	if ws.ForeignKeys > 0 {
+		p.line("    %s on the shared foreign-key lock", plural(ws.ForeignKeys, "wait"))
+	}
+	for _, t := range ws.ByTable {
+		note := ""
+		if t.Note != "" {
+			note = " (" + t.Note + ")"
+		}
+		p.line("    table %s: %s%s", t.Name, plural(t.Transactions, "transaction"), note)
+	}
+	for _, k := range ws.ByKey {
+		p.line("    row %s: %s", k.Name, plural(k.Transactions, "transaction"))
+	}
+}
+
+// writeLargeTransactions writes the costliest transactions, and those that
+// kept others waiting for their commit turn under the best policy.
+func (r *Report) writeLargeTransactions(p *printer) {
 	if len(r.LargeTransactions) > 0 {
 		p.line("  largest transactions (modelled cost):")
 		for _, l := range r.LargeTransactions {
@@ -157,16 +223,15 @@ func (r *Report) WriteText(w io.Writer) error {
 			p.line("    %s  %s, %s: %s waited %.1f ms of worker time", h.GTID, bytesText(int64(h.Bytes)), plural(h.Rows, "row"), plural(h.Transactions, "transaction"), h.WaitMS)
 		}
 	}
-	if len(r.Domains) > 1 || len(r.Schemas) > 1 {
-		p.line("  domains: %s; schemas: %s", countsText(r.Domains, 5), countsText(r.Schemas, 5))
-	}
+}
 
+// writeAdvice writes the advice, one item a line.
+func (r *Report) writeAdvice(p *printer) {
 	p.blank()
 	p.line("Advice")
 	for _, a := range r.Advice {
 		p.line("  - %s", a)
 	}
-	return p.err
 }
 
 type printer struct {
