@@ -134,6 +134,25 @@ func Compare(ctx context.Context, source, target *sql.DB, opts Options) (Report,
 	if err != nil {
 		return Report{}, err
 	}
+	report, err := pairTables(ctx, source, target, sourceTables, targetTables, fold, len(opts.Databases) == 0)
+	if err != nil {
+		return Report{}, err
+	}
+	c := &comparer{source: source, target: target, chunkRows: opts.ChunkRows, progress: progress, foldNames: fold}
+	if err := c.compareAll(ctx, report.Tables); err != nil {
+		return Report{}, err
+	}
+	return report, nil
+}
+
+// pairTables lists every table of either side in the report, in order: a
+// source's table with the target's of the same name (compared ignoring
+// case where fold says the servers do), missing or extra where the other
+// side lacks it. With allDatabases (none named), a target's table in a
+// database the source lacks is another stream's (Report.Elsewhere), and a
+// source's in a database the target lacks is filtered out of this one
+// (Report.Absent).
+func pairTables(ctx context.Context, source, target *sql.DB, sourceTables, targetTables map[tableName]bool, fold, allDatabases bool) (Report, error) {
 	key := func(n tableName) tableName {
 		if fold {
 			return tableName{strings.ToLower(n.schema), strings.ToLower(n.table)}
@@ -144,11 +163,9 @@ func Compare(ctx context.Context, source, target *sql.DB, opts Options) (Report,
 	for name := range targetTables {
 		onTarget[key(name)] = name
 	}
-	// The databases of either side, when none were named: the target's
-	// that the source lacks are another stream's, the source's that the
-	// target lacks are filtered out of this one (Report.Elsewhere, Absent).
 	var sourceSchemas, targetSchemas map[string]bool
-	if len(opts.Databases) == 0 {
+	if allDatabases {
+		var err error
 		fold := func(n string) string { return key(tableName{schema: n}).schema }
 		if sourceSchemas, err = schemaSet(ctx, source, fold); err != nil {
 			return Report{}, fmt.Errorf("source: listing databases: %w", err)
@@ -166,7 +183,7 @@ func Compare(ctx context.Context, source, target *sql.DB, opts Options) (Report,
 		r := TableResult{Schema: name.schema, Table: name.table}
 		if t, ok := onTarget[key(name)]; !ok {
 			r.Status = StatusMissing
-			if len(opts.Databases) == 0 && !targetSchemas[key(name).schema] {
+			if allDatabases && !targetSchemas[key(name).schema] {
 				absent[name.schema]++
 			}
 		} else if t != name {
@@ -177,7 +194,7 @@ func Compare(ctx context.Context, source, target *sql.DB, opts Options) (Report,
 	for name := range targetTables {
 		switch {
 		case onSource[key(name)]:
-		case len(opts.Databases) == 0 && !sourceSchemas[key(name).schema]:
+		case allDatabases && !sourceSchemas[key(name).schema]:
 			elsewhere[name.schema]++
 		default:
 			report.Tables = append(report.Tables, TableResult{Schema: name.schema, Table: name.table, Status: StatusExtra})
@@ -191,10 +208,6 @@ func Compare(ctx context.Context, source, target *sql.DB, opts Options) (Report,
 		}
 		return a.Table < b.Table
 	})
-	c := &comparer{source: source, target: target, chunkRows: opts.ChunkRows, progress: progress, foldNames: fold}
-	if err := c.compareAll(ctx, report.Tables); err != nil {
-		return Report{}, err
-	}
 	return report, nil
 }
 
