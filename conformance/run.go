@@ -68,16 +68,7 @@ func (r *runner) runCase(ctx context.Context, c testCase, format, dir string) (r
 	servers := &caseServers{}
 	defer func() {
 		res.Seconds = time.Since(began).Seconds()
-		if r.keepAll || (r.keepFailed && res.Failed()) {
-			for _, s := range servers.list {
-				r.fleet.forget(s)
-			}
-			return
-		}
-		for _, s := range servers.list {
-			r.fleet.kill(s)
-		}
-		_ = os.RemoveAll(dir)
+		r.endCase(servers, dir, res.Failed())
 	}()
 
 	files, err := locateCase(r.env.MtrDir, c)
@@ -96,32 +87,10 @@ func (r *runner) runCase(ctx context.Context, c testCase, format, dir string) (r
 		res.Outcome, res.Reason = caseNotRun, err.Error()
 		return res
 	}
-	// The targets start while the test runs.
-	targetNames := []string{"t-mariadb"}
-	for _, v := range r.variants {
-		targetNames = append(targetNames, "t-"+v.Name)
-	}
-	targets := make(map[string]*sandbox.Server)
-	targetErrs := make(map[string]error)
-	var targetsStarted sync.WaitGroup
-	var targetsMu sync.Mutex
-	for _, name := range targetNames {
-		targetsStarted.Add(1)
-		go func() {
-			defer targetsStarted.Done()
-			srv, err := r.startTarget(ctx, files, format, dir, name, servers)
-			targetsMu.Lock()
-			targets[name], targetErrs[name] = srv, err
-			targetsMu.Unlock()
-		}()
-	}
-
-	res.Test = runMysqltest(ctx, r.env, files, dir, primary, slave, format, r.testTimeout)
-	if slave != nil {
-		r.fleet.kill(slave)
-	}
-	pos, err := settledPosition(ctx, primary)
-	targetsStarted.Wait()
+	targets := r.startTargets(ctx, files, format, dir, servers)
+	var pos string
+	res.Test, pos, err = r.runTest(ctx, files, format, dir, primary, slave)
+	targets.started.Wait()
 	if err != nil {
 		res.Outcome, res.Reason = caseNotRun, "reading the primary after the test: "+err.Error()
 		return res
@@ -131,19 +100,9 @@ func (r *runner) runCase(ctx context.Context, c testCase, format, dir string) (r
 		res.Outcome = caseEmpty
 		return res
 	}
-	for _, name := range targetNames {
-		if targetErrs[name] != nil {
-			res.Outcome, res.Reason = caseNotRun, targetErrs[name].Error()
-			return res
-		}
-		// The targets started while the test ran: their views get the
-		// directories it made since.
-		if r.privateVardir {
-			if err := mirrorVardir(dir, targetView(dir, name)); err != nil {
-				res.Outcome, res.Reason = caseNotRun, err.Error()
-				return res
-			}
-		}
+	if err := r.targetsReady(targets, dir); err != nil {
+		res.Outcome, res.Reason = caseNotRun, err.Error()
+		return res
 	}
 	want, err := takeSnapshot(ctx, primary, true)
 	if err != nil {
@@ -151,49 +110,149 @@ func (r *runner) runCase(ctx context.Context, c testCase, format, dir string) (r
 		return res
 	}
 
-	res.Replica = runMariaDBReplica(ctx, primary, targets["t-mariadb"], pos, r.replicaTimeout)
-	gaplessTimeout := gaplessBudget(r.applyTimeout, res.Replica.Seconds, len(r.variants))
-	var replicaDiff []string
-	if res.Replica.OK {
-		replicaDiff, err = r.diffTarget(ctx, want, targets["t-mariadb"])
-		if err != nil {
-			res.Outcome, res.Reason = caseNotRun, err.Error()
-			return res
-		}
-	}
-	if ok, reason := judgeReplica(res.Replica, replicaDiff); !ok {
-		res.Outcome, res.Reason = caseNotComparable, reason
+	res.Replica, res.Outcome, res.Reason = r.runReference(ctx, primary, targets.byName["t-mariadb"], pos, want)
+	if res.Outcome != caseCompared {
 		return res
 	}
-	res.Outcome = caseCompared
+	gaplessTimeout := gaplessBudget(r.applyTimeout, res.Replica.Seconds, len(r.variants))
+	res.Gapless = r.runGaplessVariants(ctx, primary, targets, pos, want, dir, gaplessTimeout)
+	r.rerunFailuresSerially(ctx, res.Gapless, files, format, dir, servers, primary, pos, want, gaplessTimeout)
+	return res
+}
 
-	res.Gapless = make([]gaplessResult, len(r.variants))
+// endCase leaves the case's servers running and its folder in place when
+// the run keeps them (--keep, or --keep-failed and the case failed);
+// otherwise it kills the servers and removes the folder.
+func (r *runner) endCase(servers *caseServers, dir string, failed bool) {
+	if r.keepAll || (r.keepFailed && failed) {
+		for _, s := range servers.list {
+			r.fleet.forget(s)
+		}
+		return
+	}
+	for _, s := range servers.list {
+		r.fleet.kill(s)
+	}
+	_ = os.RemoveAll(dir)
+}
+
+// caseTargets are a case's targets: t-mariadb for MariaDB's replica, then
+// t-<variant> for each gapless variant. They start while the test runs;
+// byName and errs are complete once started is done.
+type caseTargets struct {
+	names   []string
+	byName  map[string]*sandbox.Server
+	errs    map[string]error
+	started sync.WaitGroup
+	mu      sync.Mutex
+}
+
+// startTargets starts every target of the case at once and returns without
+// waiting for them.
+func (r *runner) startTargets(ctx context.Context, files caseFiles, format, dir string, servers *caseServers) *caseTargets {
+	t := &caseTargets{
+		names:  []string{"t-mariadb"},
+		byName: make(map[string]*sandbox.Server),
+		errs:   make(map[string]error),
+	}
+	for _, v := range r.variants {
+		t.names = append(t.names, "t-"+v.Name)
+	}
+	for _, name := range t.names {
+		t.started.Add(1)
+		go func() {
+			defer t.started.Done()
+			srv, err := r.startTarget(ctx, files, format, dir, name, servers)
+			t.mu.Lock()
+			t.byName[name], t.errs[name] = srv, err
+			t.mu.Unlock()
+		}()
+	}
+	return t
+}
+
+// runTest runs the case's .test on the primary, then kills the slave and
+// reads the primary's settled position, so nothing writes to the primary
+// once its position is known.
+func (r *runner) runTest(ctx context.Context, files caseFiles, format, dir string, primary, slave *sandbox.Server) (testRun, string, error) {
+	test := runMysqltest(ctx, r.env, files, dir, primary, slave, format, r.testTimeout)
+	if slave != nil {
+		r.fleet.kill(slave)
+	}
+	pos, err := settledPosition(ctx, primary)
+	return test, pos, err
+}
+
+// targetsReady reports the first target, in start order, that did not
+// start. The targets started while the test ran: their views get the
+// directories it made since.
+func (r *runner) targetsReady(t *caseTargets, dir string) error {
+	for _, name := range t.names {
+		if t.errs[name] != nil {
+			return t.errs[name]
+		}
+		if r.privateVardir {
+			if err := mirrorVardir(dir, targetView(dir, name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// runReference applies the binlog with MariaDB's replica onto target and
+// gives the case its outcome: caseCompared when the replica is a reference
+// to judge gapless by, otherwise the outcome and reason it is not.
+func (r *runner) runReference(ctx context.Context, primary, target *sandbox.Server, pos string, want snapshot) (run applyRun, outcome, reason string) {
+	run = runMariaDBReplica(ctx, primary, target, pos, r.replicaTimeout)
+	var diff []string
+	if run.OK {
+		var err error
+		if diff, err = r.diffTarget(ctx, want, target); err != nil {
+			return run, caseNotRun, err.Error()
+		}
+	}
+	if ok, why := judgeReplica(run, diff); !ok {
+		return run, caseNotComparable, why
+	}
+	return run, caseCompared, ""
+}
+
+// runGaplessVariants runs every variant at once, each on its own target,
+// and returns their results in the order of r.variants.
+func (r *runner) runGaplessVariants(ctx context.Context, primary *sandbox.Server, targets *caseTargets, pos string, want snapshot, dir string, timeout time.Duration) []gaplessResult {
+	results := make([]gaplessResult, len(r.variants))
 	var wg sync.WaitGroup
 	for i, v := range r.variants {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			settings := gaplessSettings{Workers: r.workers, Policy: r.policy, Flags: r.flags(v), Interrupt: v.Interrupt}
-			res.Gapless[i] = r.runGaplessVariant(ctx, primary, targets["t-"+v.Name], pos, want, filepath.Join(dir, "gapless-"+v.Name), v, settings, gaplessTimeout)
+			results[i] = r.runGaplessVariant(ctx, primary, targets.byName["t-"+v.Name], pos, want, filepath.Join(dir, "gapless-"+v.Name), v, settings, timeout)
 		}()
 	}
 	wg.Wait()
-	// A failure is run again serially, on a fresh target, one at a time.
+	return results
+}
+
+// rerunFailuresSerially runs each failed variant again with one worker and
+// the serial policy, on a fresh target, one at a time, and records it as
+// that variant's Serial. It starts none once ctx is done.
+func (r *runner) rerunFailuresSerially(ctx context.Context, results []gaplessResult, files caseFiles, format, dir string, servers *caseServers, primary *sandbox.Server, pos string, want snapshot, timeout time.Duration) {
 	for i, v := range r.variants {
-		if !res.Gapless[i].Failed() || ctx.Err() != nil {
+		if !results[i].Failed() || ctx.Err() != nil {
 			continue
 		}
 		name := "t-" + v.Name + "-serial"
 		target, err := r.startTarget(ctx, files, format, dir, name, servers)
 		if err != nil {
-			res.Gapless[i].Serial = &gaplessResult{Variant: v.Name, Verdict: verdictFailed, Message: "serial rerun not made: " + err.Error()}
+			results[i].Serial = &gaplessResult{Variant: v.Name, Verdict: verdictFailed, Message: "serial rerun not made: " + err.Error()}
 			continue
 		}
 		settings := gaplessSettings{Workers: 1, Policy: "serial", Flags: r.flags(v), Interrupt: v.Interrupt}
-		serial := r.runGaplessVariant(ctx, primary, target, pos, want, filepath.Join(dir, "gapless-"+v.Name+"-serial"), v, settings, gaplessTimeout)
-		res.Gapless[i].Serial = &serial
+		serial := r.runGaplessVariant(ctx, primary, target, pos, want, filepath.Join(dir, "gapless-"+v.Name+"-serial"), v, settings, timeout)
+		results[i].Serial = &serial
 	}
-	return res
 }
 
 // flags are the variant's gapless flags, then --gapless-flags.
