@@ -235,6 +235,9 @@ func (s *Session) sequenceCreatedAgain(txn *binlog.Transaction) ([]string, strin
 			return nil, ""
 		}
 		name := quoteName(n.Schema) + "." + quoteName(n.Table)
+		if s.utf8ClientNow(name) != nil {
+			return nil, ""
+		}
 		if r, err := s.conn.c.Execute("SELECT COUNT(*) FROM " + name); err == nil {
 			r.Close()
 			return nil, "" // the sequence has its row (or another table has its name)

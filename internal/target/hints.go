@@ -181,6 +181,9 @@ func (s *Session) rowsDifferHint(err error, txn *binlog.Transaction) error {
 
 // isSequence reports whether the target holds schema.table as a SEQUENCE.
 func (s *Session) isSequence(schema, table string) bool {
+	if s.utf8ClientNow(schema, table) != nil {
+		return false
+	}
 	r, err := s.conn.c.Execute("SELECT TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", schema, table)
 	if err != nil {
 		return false

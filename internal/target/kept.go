@@ -386,6 +386,9 @@ func (s *Session) RestoreTemporary(stream string, kept []ckpt.KeptTemporary) (re
 			set += fmt.Sprintf(", @@session.gtid_domain_id=%d", k.Domain)
 		}
 		err := s.conn.exec([]string{"ROLLBACK", set})
+		if err == nil {
+			err = s.utf8ClientNow(k.DB, k.Name, k.Definition)
+		}
 		var columns string
 		if err == nil {
 			columns, err = storedColumns(s.conn, copyName)

@@ -7,6 +7,7 @@ package target
 
 import (
 	"encoding/base64"
+	"strings"
 	"unsafe"
 )
 
@@ -123,6 +124,22 @@ func (s *Session) utf8Client(stmts []string, stmt string) []string {
 	}
 	s.forgetCharset()
 	return append(stmts, "SET @@session.character_set_client=utf8mb4", stmt)
+}
+
+// utf8ClientNow sets utf8mb4 on the connection at once when a name of a
+// statement of gapless's own, run outside a script, is not ASCII: the
+// connection may be reading statements in binlogCharset (utf8Client does
+// the same within a script).
+func (s *Session) utf8ClientNow(names ...string) error {
+	if isASCII(strings.Join(names, "")) {
+		return nil
+	}
+	if err := s.conn.exec([]string{"SET @@session.character_set_client=utf8mb4"}); err != nil {
+		return err
+	}
+	s.conn.singleByteClient = false
+	s.forgetCharset()
+	return nil
 }
 
 // forgetCharset marks the session's client character set unknown, so that
