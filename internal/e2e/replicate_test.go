@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gapless/internal/sandbox"
 )
 
 // typesWorkload writes many column types, DDL in the middle, a table without
@@ -190,4 +192,61 @@ func TestLargeTransactionsAmidSmallOnes(t *testing.T) {
 	smallWorkload(t, sb, 300, 8)
 	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", "8")
 	requireEqual(t, sb)
+}
+
+// TestNamesNotInASCII replicates rows, statements and a sequence whose
+// names are not ASCII, in turns: the target reads BINLOG statements in
+// latin1, so a statement after them must be read in its own character set
+// again, and a name gapless writes itself (USE, a sequence's SETVAL) in
+// utf8mb4.
+func TestNamesNotInASCII(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary,
+		"CREATE DATABASE `café`",
+		"CREATE TABLE `café`.`naïve` (id INT PRIMARY KEY, v VARCHAR(40) CHARACTER SET utf8mb4) ENGINE=InnoDB",
+		"CREATE SEQUENCE `café`.`séq` START WITH 10 INCREMENT BY 1 ENGINE=InnoDB",
+		// One transaction of statements around row events (MIXED
+		// logs the UPDATE with LIMIT as rows).
+		"SET SESSION binlog_format = 'MIXED'",
+		"BEGIN",
+		"INSERT INTO `café`.`naïve` VALUES (0, 'statement before the rows à')",
+		"UPDATE `café`.`naïve` SET v = CONCAT(v, ' rows') WHERE id >= 0 LIMIT 1",
+		"INSERT INTO `café`.`naïve` VALUES (5, 'statement after the rows é ñ 😀')",
+		"COMMIT",
+		"SET SESSION binlog_format = 'ROW'",
+		"INSERT INTO `café`.`naïve` VALUES (1, 'row é'), (2, 'row ü')",
+		"SET SESSION binlog_format = 'STATEMENT'",
+		"USE `café`",
+		"INSERT INTO `naïve` VALUES (3, 'statement é ñ 😀')",
+		"SET SESSION binlog_format = 'ROW'",
+		"UPDATE `café`.`naïve` SET v = CONCAT(v, ' ß') WHERE id = 1",
+		"SELECT NEXTVAL(`café`.`séq`)",
+		"INSERT INTO `café`.`naïve` VALUES (4, 'after the sequence ø')",
+		"SET SESSION binlog_format = 'STATEMENT'",
+		"UPDATE `naïve` SET v = CONCAT(v, ' ç') WHERE id = 4",
+		"USE mysql",
+	)
+	// One worker: the statements and the rows share its connection.
+	replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"), "--workers", "1")
+	requireEqual(t, sb)
+	for _, srv := range []*sandbox.Server{sb.Primary, sb.Target} {
+		db, err := srv.Open("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var v string
+		if err := db.QueryRow("SELECT v FROM `café`.`naïve` WHERE id = 5").Scan(&v); err != nil || v != "statement after the rows é ñ 😀" {
+			t.Fatalf("%s: row 5 reads %q (%v), want the statement's text as written", srv.Config.Name, v, err)
+		}
+	}
+	db, err := sb.Target.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var next int64
+	if err := db.QueryRow("SELECT NEXTVAL(`café`.`séq`)").Scan(&next); err != nil || next <= 10 {
+		t.Fatalf("the target's sequence gives %d (%v), want past the source's 10", next, err)
+	}
 }
