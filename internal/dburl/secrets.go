@@ -79,43 +79,65 @@ func ReadPasswordFile(path string) (string, error) {
 // option file names the server) and c, in the precedence this file's
 // comment gives.
 func Resolve(raw string, c Credentials) (Config, error) {
-	var opts []Option
+	opts, err := c.readOptionFiles()
+	if err != nil {
+		return Config{}, err
+	}
+	if raw == "" && c.DefaultsFile == "" {
+		return Config{}, fmt.Errorf("empty server URL: want %s", urlShape)
+	}
+	fromFile, err := optionSettings(opts)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg, urlPort, urlPassword, err := urlOverFile(raw, fromFile)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := c.completeSettings(&cfg, fromFile, urlPort); err != nil {
+		return Config{}, err
+	}
+	if cfg.Password, err = c.password(cfg.Password, urlPassword, fromFile); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// readOptionFiles reads the options of c.DefaultsFile's client groups and
+// stream group, or else of the [gapless] and stream groups of
+// c.DefaultFiles, in the order the files are named.
+func (c Credentials) readOptionFiles() ([]Option, error) {
 	if c.DefaultsFile != "" {
 		groups := ClientGroups
 		if c.StreamGroup != "" {
 			groups = append(slices.Clone(groups), c.StreamGroup)
 		}
-		var err error
-		if opts, err = ReadOptionFile(c.DefaultsFile, groups); err != nil {
-			return Config{}, err
-		}
-	} else {
-		groups := []string{"gapless"}
-		if c.StreamGroup != "" {
-			groups = append(groups, c.StreamGroup)
-		}
-		for _, path := range c.DefaultFiles {
-			more, err := ReadOptionFile(path, groups)
-			if err != nil {
-				return Config{}, err
-			}
-			opts = append(opts, more...)
-		}
+		return ReadOptionFile(c.DefaultsFile, groups)
 	}
-	if raw == "" && c.DefaultsFile == "" {
-		return Config{}, fmt.Errorf("empty server URL: want %s", urlShape)
+	groups := []string{"gapless"}
+	if c.StreamGroup != "" {
+		groups = append(groups, c.StreamGroup)
 	}
-	// The URL with what the option file gives for what it lacks.
-	fromFile, err := optionSettings(opts)
-	if err != nil {
-		return Config{}, err
+	var opts []Option
+	for _, path := range c.DefaultFiles {
+		more, err := ReadOptionFile(path, groups)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, more...)
 	}
-	cfg := Config{Host: fromFile.host, Port: DefaultPort, User: fromFile.user}
-	urlPort, urlPassword := false, false
+	return opts, nil
+}
+
+// urlOverFile is the URL with what the option file gives for what it lacks
+// (the host may still be ""). urlPort and urlPassword report that the URL
+// names the port and sets the password (cfg.Password then holds it).
+func urlOverFile(raw string, fromFile fileSettings) (cfg Config, urlPort, urlPassword bool, err error) {
+	cfg = Config{Host: fromFile.host, Port: DefaultPort, User: fromFile.user}
 	if raw != "" {
 		partial, err := parsePartial(raw)
 		if err != nil {
-			return Config{}, err
+			return Config{}, false, false, err
 		}
 		if partial.Host != "" {
 			cfg.Host = partial.Host
@@ -134,17 +156,25 @@ func Resolve(raw string, c Credentials) (Config, error) {
 	if !urlPort && fromFile.port != 0 {
 		cfg.Port = fromFile.port
 	}
+	return cfg, urlPort, urlPassword, nil
+}
+
+// completeSettings gives cfg what neither the URL nor the option file set:
+// localhost for the host (unless the file names only a socket, which
+// gapless cannot use) and tls from the file's ssl options. A user name is
+// required.
+func (c Credentials) completeSettings(cfg *Config, fromFile fileSettings, urlPort bool) error {
 	if cfg.Host == "" {
 		if fromFile.socket != "" && fromFile.port == 0 && !urlPort {
-			return Config{}, fmt.Errorf("%s (socket=%s): gapless connects over TCP only; give host and port", fromFile.socketWhere, fromFile.socket)
+			return fmt.Errorf("%s (socket=%s): gapless connects over TCP only; give host and port", fromFile.socketWhere, fromFile.socket)
 		}
 		cfg.Host = "localhost"
 	}
 	if cfg.User == "" {
-		return Config{}, fmt.Errorf("no user name for the %s: give it in the URL (%s) or as user= in the option file", c.Side, urlShape)
+		return fmt.Errorf("no user name for the %s: give it in the URL (%s) or as user= in the option file", c.Side, urlShape)
 	}
 	if _, set := cfg.Params["tls"]; !set && fromFile.unsupportedTLS != "" {
-		return Config{}, fmt.Errorf("%s", fromFile.unsupportedTLS)
+		return fmt.Errorf("%s", fromFile.unsupportedTLS)
 	}
 	if _, set := cfg.Params["tls"]; !set && fromFile.tls != "" {
 		if cfg.Params == nil {
@@ -152,21 +182,29 @@ func Resolve(raw string, c Credentials) (Config, error) {
 		}
 		cfg.Params["tls"] = fromFile.tls
 	}
+	return nil
+}
 
+// password chooses side's password: the URL's (fromURL, when urlPassword)
+// or --<side>-password-file's, never both; else the option file's; else
+// $GAPLESS_<SIDE>_PASSWORD.
+func (c Credentials) password(fromURL string, urlPassword bool, fromFile fileSettings) (string, error) {
 	switch {
 	case urlPassword && c.PasswordFile != "":
-		return Config{}, fmt.Errorf("the %s URL carries a password and --%s-password-file names another: give one", c.Side, c.Side)
+		return "", fmt.Errorf("the %s URL carries a password and --%s-password-file names another: give one", c.Side, c.Side)
 	case urlPassword:
+		return fromURL, nil
 	case c.PasswordFile != "":
-		if cfg.Password, err = ReadPasswordFile(c.PasswordFile); err != nil {
-			return Config{}, fmt.Errorf("--%s-password-file: %w", c.Side, err)
+		password, err := ReadPasswordFile(c.PasswordFile)
+		if err != nil {
+			return "", fmt.Errorf("--%s-password-file: %w", c.Side, err)
 		}
+		return password, nil
 	case fromFile.passwordSet:
-		cfg.Password = fromFile.password
+		return fromFile.password, nil
 	default:
-		cfg.Password = os.Getenv(PasswordEnv(c.Side))
+		return os.Getenv(PasswordEnv(c.Side)), nil
 	}
-	return cfg, nil
 }
 
 // partialConfig is a URL parsed without requiring the settings an option file may give.

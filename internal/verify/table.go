@@ -42,6 +42,9 @@ func lowerIdentifiers(def string) string {
 	})
 }
 
+// compareTable settles one table: equal checksums make it equal; otherwise
+// its definitions are compared, then its rows. It holds one connection of
+// each pool, each inside its own snapshot, until the table is settled.
 func (c *comparer) compareTable(ctx context.Context, t *TableResult) error {
 	name := tableName{t.Schema, t.Table}
 	onTarget := t.onTarget
@@ -58,84 +61,141 @@ func (c *comparer) compareTable(ctx context.Context, t *TableResult) error {
 		return err
 	}
 	defer tgt.release()
+	p := tableSides{name: name, onTarget: onTarget, src: src, tgt: tgt}
 
-	c.progress(fmt.Sprintf("%s: checksumming", name))
-	srcSum, err := src.checksum(ctx, name)
+	if equal, err := c.checksumsEqual(ctx, p, t); err != nil || equal {
+		return err
+	}
+	srcDef, tgtDef, err := p.readDefinitions(ctx)
 	if err != nil {
 		return err
 	}
-	tgtSum, err := tgt.checksum(ctx, onTarget)
+	if !c.sameDefinition(srcDef.create, tgtDef.create) {
+		return c.compareDifferentDefinitions(ctx, p, t, srcDef.shape, tgtDef.shape)
+	}
+	return c.compareRowsBehindChecksums(ctx, p, t, srcDef.shape, tgtDef.shape)
+}
+
+// tableSides is one table as each side names it, with the snapshot each
+// side is read through.
+type tableSides struct {
+	name, onTarget tableName
+	src, tgt       *snapshot
+}
+
+// tableDefinition is a table's SHOW CREATE TABLE, as snapshot.definition
+// gives it, and its columns and primary key.
+type tableDefinition struct {
+	create string
+	shape  tableShape
+}
+
+// checksumsEqual reports whether both sides' checksums are known and equal,
+// and then marks t equal.
+func (c *comparer) checksumsEqual(ctx context.Context, p tableSides, t *TableResult) (bool, error) {
+	c.progress(fmt.Sprintf("%s: checksumming", p.name))
+	srcSum, err := p.src.checksum(ctx, p.name)
 	if err != nil {
-		return err
+		return false, err
+	}
+	tgtSum, err := p.tgt.checksum(ctx, p.onTarget)
+	if err != nil {
+		return false, err
 	}
 	if srcSum.Valid && tgtSum.Valid && srcSum.String == tgtSum.String {
 		t.Status = StatusEqual
-		c.progress(fmt.Sprintf("%s: equal (checksum %s)", name, srcSum.String))
-		return nil
+		c.progress(fmt.Sprintf("%s: equal (checksum %s)", p.name, srcSum.String))
+		return true, nil
 	}
+	return false, nil
+}
 
-	srcDef, err := src.definition(ctx, name)
-	if err != nil {
-		return err
+// readDefinitions reads both sides' SHOW CREATE TABLE, then both sides'
+// columns and keys.
+func (p tableSides) readDefinitions(ctx context.Context) (source, target tableDefinition, err error) {
+	if source.create, err = p.src.definition(ctx, p.name); err != nil {
+		return source, target, err
 	}
-	tgtDef, err := tgt.definition(ctx, onTarget)
-	if err != nil {
-		return err
+	if target.create, err = p.tgt.definition(ctx, p.onTarget); err != nil {
+		return source, target, err
 	}
-	srcShape, err := src.shape(ctx, name)
-	if err != nil {
-		return err
+	if source.shape, err = p.src.shape(ctx, p.name); err != nil {
+		return source, target, err
 	}
-	tgtShape, err := tgt.shape(ctx, onTarget)
-	if err != nil {
-		return err
+	if target.shape, err = p.tgt.shape(ctx, p.onTarget); err != nil {
+		return source, target, err
 	}
+	return source, target, nil
+}
 
+// sameDefinition compares two definitions; names differ in case only where
+// a server folds them.
+func (c *comparer) sameDefinition(source, target string) bool {
 	if c.foldNames {
-		// Names differ in case only where a server folds them.
-		srcDef, tgtDef = lowerIdentifiers(srcDef), lowerIdentifiers(tgtDef)
+		source, target = lowerIdentifiers(source), lowerIdentifiers(target)
 	}
-	if srcDef != tgtDef {
-		t.Status = StatusDifferent
-		t.Detail = "definition differs"
-		aligned, mismatch := alignColumns(srcShape, tgtShape)
-		if mismatch != "" {
-			t.Detail += " (" + mismatch + ")"
-			if t.SourceRows, err = src.countRows(ctx, name); err != nil {
-				return err
-			}
-			t.TargetRows, err = tgt.countRows(ctx, onTarget)
-			return err
-		}
-		c.progress(fmt.Sprintf("%s: definition differs, comparing rows", name))
-		diff, err := c.compareRows(ctx, name, onTarget, src, tgt, srcShape, aligned)
-		if err != nil {
-			return err
-		}
-		t.SourceRows, t.TargetRows = diff.sourceRows, diff.targetRows
-		if diff.first == "" {
-			t.Detail += "; rows match"
-		} else {
-			t.Detail += "; " + diff.first
-		}
-		return nil
-	}
+	return source == target
+}
 
-	c.progress(fmt.Sprintf("%s: checksums differ, comparing rows", name))
-	aligned, _ := alignColumns(srcShape, tgtShape)
-	diff, err := c.compareRows(ctx, name, onTarget, src, tgt, srcShape, aligned)
+// compareDifferentDefinitions marks t different and says how: by the
+// columns only one side has, with each side's row count, or else by the
+// first row that differs (or that all rows match).
+func (c *comparer) compareDifferentDefinitions(ctx context.Context, p tableSides, t *TableResult, srcShape, tgtShape tableShape) error {
+	t.Status = StatusDifferent
+	t.Detail = "definition differs"
+	aligned, mismatch := alignColumns(srcShape, tgtShape)
+	if mismatch != "" {
+		t.Detail += " (" + mismatch + ")"
+		var err error
+		if t.SourceRows, err = p.src.countRows(ctx, p.name); err != nil {
+			return err
+		}
+		t.TargetRows, err = p.tgt.countRows(ctx, p.onTarget)
+		return err
+	}
+	c.progress(fmt.Sprintf("%s: definition differs, comparing rows", p.name))
+	first, err := c.compareAlignedRows(ctx, p, t, srcShape, aligned)
 	if err != nil {
 		return err
 	}
-	t.SourceRows, t.TargetRows = diff.sourceRows, diff.targetRows
-	if diff.first == "" {
-		t.Status = StatusEqual
-		t.Detail = fmt.Sprintf("checksums differ but all %d rows match", diff.sourceRows)
+	if first == "" {
+		t.Detail += "; rows match"
 	} else {
-		t.Status = StatusDifferent
-		t.Detail = diff.first
+		t.Detail += "; " + first
 	}
 	return nil
+}
+
+// compareRowsBehindChecksums settles a table whose definitions match but
+// whose checksums differ (or are unknown) by its rows: equal when every row
+// matches, which a difference in storage format alone allows.
+func (c *comparer) compareRowsBehindChecksums(ctx context.Context, p tableSides, t *TableResult, srcShape, tgtShape tableShape) error {
+	c.progress(fmt.Sprintf("%s: checksums differ, comparing rows", p.name))
+	aligned, _ := alignColumns(srcShape, tgtShape)
+	first, err := c.compareAlignedRows(ctx, p, t, srcShape, aligned)
+	if err != nil {
+		return err
+	}
+	if first == "" {
+		t.Status = StatusEqual
+		t.Detail = fmt.Sprintf("checksums differ but all %d rows match", t.SourceRows)
+	} else {
+		t.Status = StatusDifferent
+		t.Detail = first
+	}
+	return nil
+}
+
+// compareAlignedRows compares the rows of both sides, the target's columns
+// aligned with the source's, records each side's row count in t and returns
+// the first difference ("" when every row matches).
+func (c *comparer) compareAlignedRows(ctx context.Context, p tableSides, t *TableResult, srcShape, aligned tableShape) (string, error) {
+	diff, err := c.compareRows(ctx, p.name, p.onTarget, p.src, p.tgt, srcShape, aligned)
+	if err != nil {
+		return "", err
+	}
+	t.SourceRows, t.TargetRows = diff.sourceRows, diff.targetRows
+	return diff.first, nil
 }
 
 // snapshot is one side's connection inside a consistent-snapshot transaction.
