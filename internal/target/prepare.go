@@ -43,10 +43,25 @@ type sessionState struct {
 	db        string
 	temporary bool
 	conn      *wire
+	// singleByteClient is conn's (binlogClient): a script made ahead
+	// leaves it as it found it until the script is taken.
+	singleByteClient bool
 }
 
 func (s *Session) sessionState() sessionState {
-	return sessionState{state: s.state, db: s.db, temporary: s.temporary, conn: s.conn}
+	st := sessionState{state: s.state, db: s.db, temporary: s.temporary, conn: s.conn}
+	if s.conn != nil {
+		st.singleByteClient = s.conn.singleByteClient
+	}
+	return st
+}
+
+// restore puts the session back in st, a state sessionState returned.
+func (s *Session) restore(st sessionState) {
+	s.state, s.db, s.temporary = st.state, st.db, st.temporary
+	if s.conn != nil && s.conn == st.conn {
+		s.conn.singleByteClient = st.singleByteClient
+	}
 }
 
 // Prepare makes the script of a batch of Batchable transactions that the
@@ -66,7 +81,7 @@ func (s *Session) Prepare(txns []*binlog.Transaction, ahead []bool) {
 	}
 	body, tail, err := s.batchScript(txns, ahead, checkpointSlot)
 	after := s.sessionState()
-	s.state, s.db, s.temporary = before.state, before.db, before.temporary
+	s.restore(before)
 	if err != nil {
 		return // made again when the job runs, which reports the error
 	}
@@ -87,6 +102,6 @@ func (s *Session) takePrepared(txns []*binlog.Transaction, ahead []bool) *prepar
 	if p == nil || len(p.txns) != len(txns) || &p.txns[0] != &txns[0] || !slices.Equal(p.ahead, ahead) || s.sessionState() != p.before {
 		return nil
 	}
-	s.state, s.db, s.temporary = p.after.state, p.after.db, p.after.temporary
+	s.restore(p.after)
 	return p
 }
