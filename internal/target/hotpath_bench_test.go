@@ -100,7 +100,7 @@ var hotPathCanceled = func() context.Context {
 }()
 
 // hotPathRelay makes a relay log whose one segment is the recorded binlog.
-func hotPathRelay(b *testing.B, file string) *binlog.RelayLog {
+func hotPathRelay(b testing.TB, file string) *binlog.RelayLog {
 	data, err := os.ReadFile(filepath.Join("testdata", file))
 	if err != nil {
 		b.Fatal(err)
@@ -138,7 +138,7 @@ func hotPathRowChanges(b *testing.B, file string) int {
 	return n
 }
 
-func decodeHotPath(b *testing.B, l *binlog.RelayLog) []*binlog.Transaction {
+func decodeHotPath(b testing.TB, l *binlog.RelayLog) []*binlog.Transaction {
 	d := binlog.NewDecoder(l, noneApplied{})
 	defer d.Close()
 	var txns []*binlog.Transaction

@@ -1,6 +1,7 @@
 package target
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,5 +122,39 @@ func TestBinlogClientCharset(t *testing.T) {
 	}
 	if stmts = b.flush(b.addRows(nil, []byte("rows"), true)); len(stmts) != 2 || stmts[0] != set {
 		t.Fatalf("a BINLOG statement after utf8mb4 was set made %q, want the SET of %s again", stmts, binlogCharset)
+	}
+}
+
+// TestPreparedScriptKeepsCharsetMark checks that a script made ahead
+// (Prepare) leaves the connection's latin1 mark as it found it, and that
+// taking the script moves the mark with the rest of the session's state:
+// a script dropped unrun must not leave the mark without its SET.
+func TestPreparedScriptKeepsCharsetMark(t *testing.T) {
+	txns := decodeHotPath(t, hotPathRelay(t, "hotpath-w1.bin"))
+	var batch []*binlog.Transaction
+	for _, txn := range txns {
+		if Batchable(txn) && !HasStatements(txn) {
+			batch = append(batch, txn)
+		}
+		if len(batch) == 3 {
+			break
+		}
+	}
+	if len(batch) < 3 {
+		t.Fatalf("the recorded W1 binlog has %d row-only transactions, want 3", len(batch))
+	}
+	s := &Session{conn: &wire{}, opts: Options{KeepGTID: true, WriteBinlog: true}, maxStatement: 1 << 30}
+	s.Prepare(batch, nil)
+	if s.prepared == nil {
+		t.Fatal("Prepare made no script")
+	}
+	if s.conn.singleByteClient {
+		t.Fatal("making a script ahead set the connection's latin1 mark before the script ran")
+	}
+	if !slices.Contains(s.prepared.body, "SET @@session.character_set_client="+binlogCharset) {
+		t.Fatalf("the prepared script has no SET of %s", binlogCharset)
+	}
+	if p := s.takePrepared(batch, nil); p == nil || !s.conn.singleByteClient {
+		t.Fatalf("taking the prepared script (%v) left the mark %v, want it set", p != nil, s.conn.singleByteClient)
 	}
 }
