@@ -262,7 +262,7 @@ func (g *eventScript) query(ev binlog.Event, e *replication.QueryEvent) error {
 	if !state.HasCharset && s.conn != nil && s.conn.singleByteClient {
 		// An event without a character set is read in the
 		// connection's own (utf8mb4), never in binlogCharset.
-		g.body = append(g.body, "SET @@session.character_set_client=utf8mb4")
+		g.body = append(g.body, utf8ClientStatement)
 		s.conn.singleByteClient = false
 	}
 	if state.HasCharset && s.conn != nil {

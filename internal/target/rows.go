@@ -7,7 +7,7 @@ package target
 
 import (
 	"encoding/base64"
-	"strings"
+	"slices"
 	"unsafe"
 )
 
@@ -111,6 +111,10 @@ func (s *Session) binlogClient(stmts []string) []string {
 	return append(stmts, "SET @@session.character_set_client="+binlogCharset)
 }
 
+// utf8ClientStatement has the session read statements in utf8mb4, the
+// connection's own character set.
+const utf8ClientStatement = "SET @@session.character_set_client=utf8mb4"
+
 // utf8Client adds, before a statement of gapless's own with names that are
 // not ASCII (UTF-8, as the binlog gives them), the SET that makes the
 // session read it in utf8mb4: the session may be reading statements in
@@ -123,7 +127,7 @@ func (s *Session) utf8Client(stmts []string, stmt string) []string {
 		s.conn.singleByteClient = false
 	}
 	s.forgetCharset()
-	return append(stmts, "SET @@session.character_set_client=utf8mb4", stmt)
+	return append(stmts, utf8ClientStatement, stmt)
 }
 
 // utf8ClientNow sets utf8mb4 on the connection at once when a name of a
@@ -131,10 +135,10 @@ func (s *Session) utf8Client(stmts []string, stmt string) []string {
 // connection may be reading statements in binlogCharset (utf8Client does
 // the same within a script).
 func (s *Session) utf8ClientNow(names ...string) error {
-	if isASCII(strings.Join(names, "")) {
+	if !slices.ContainsFunc(names, func(n string) bool { return !isASCII(n) }) {
 		return nil
 	}
-	if err := s.conn.exec([]string{"SET @@session.character_set_client=utf8mb4"}); err != nil {
+	if err := s.conn.exec([]string{utf8ClientStatement}); err != nil {
 		return err
 	}
 	s.conn.singleByteClient = false
