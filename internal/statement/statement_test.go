@@ -188,6 +188,11 @@ func TestTemporaryTables(t *testing.T) {
 	if !tmp.Holds("other", "t4") {
 		t.Errorf("RENAME TABLE of a temporary table is not held")
 	}
+	// An ALTER of a held name that renames nothing holds no other name.
+	tmp.Observe(2, "other", "ALTER TABLE t4 ADD COLUMN b INT", 0)
+	if tmp.Holds("other", "add") || tmp.Holds("other", "column") {
+		t.Errorf("the words of an ALTER are held as names")
+	}
 	if tmp.Unknown() {
 		t.Fatalf("unknown too early")
 	}
@@ -260,7 +265,17 @@ func TestTemporaryNames(t *testing.T) {
 		{"CREATE TEMPORARY TABLE t (a INT)", []Name{{"", "t"}}, nil},
 		{"create or replace temporary table if not exists `d`.`T 1` like x", []Name{{"d", "T 1"}}, nil},
 		{"DROP TEMPORARY TABLE IF EXISTS a, d.b", nil, []Name{{"", "a"}, {"d", "b"}}},
-		{"ALTER TABLE t RENAME TO u", []Name{{"", "ALTER"}, {"", "TABLE"}, {"", "t"}, {"", "RENAME"}, {"", "TO"}, {"", "u"}}, nil},
+		{"ALTER TABLE t RENAME TO u", []Name{{"", "u"}}, nil},
+		{"ALTER ONLINE IGNORE TABLE IF EXISTS d.t ADD COLUMN x INT, RENAME COLUMN a TO b, RENAME INDEX i TO j, RENAME d2.`u v`", []Name{{"d2", "u v"}}, nil},
+		{"ALTER TABLE rnd.t2 ADD COLUMN IF NOT EXISTS x INT NOT NULL DEFAULT 7", nil, nil},
+		{"ALTER TABLE t RENAME AS u, RENAME KEY k TO l, ENGINE=InnoDB", []Name{{"", "u"}}, nil},
+		{"ALTER DATABASE d CHARACTER SET utf8mb4", nil, nil},
+		{"ALTER SEQUENCE s RESTART", nil, nil},
+		{"RENAME TABLE a TO b, d.c WAIT 5 TO e.f;", []Name{{"", "b"}, {"e", "f"}}, nil},
+		{"RENAME TABLES IF EXISTS a NOWAIT TO b", []Name{{"", "b"}}, nil},
+		// Not read so: every name written, keywords too.
+		{"RENAME TABLE a b", []Name{{"", "RENAME"}, {"", "TABLE"}, {"", "a"}, {"", "b"}}, nil},
+		{"ALTER TABLE t RENAME TO", []Name{{"", "ALTER"}, {"", "TABLE"}, {"", "t"}, {"", "RENAME"}, {"", "TO"}}, nil},
 		{"INSERT INTO t VALUES (1)", nil, nil},
 		{"CREATE TABLE t (a INT)", nil, nil},
 	} {

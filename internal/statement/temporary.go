@@ -85,9 +85,13 @@ func (t *Temporary) Observe(thread uint32, db, text string, sqlMode uint64) {
 		if !t.namesHeld(toks, db) {
 			return
 		}
-		// A held name renamed: every name the statement writes is held
-		// from now on, by every session that held the old one.
-		for _, n := range allNames(toks) {
+		// A held name renamed: the new names are held from now on (every
+		// name the statement writes, when it cannot be read so).
+		names, ok := renamedTo(toks)
+		if !ok {
+			names = allNames(toks)
+		}
+		for _, n := range names {
 			t.add(thread, resolve(n, db))
 		}
 	case temporary:
@@ -101,9 +105,10 @@ func (t *Temporary) Observe(thread uint32, db, text string, sqlMode uint64) {
 // sqlMode, for the temporary tables it may leave a session holding and
 // those it drops, by the names it writes (Schema "" for a name without
 // one, letters as written): a CREATE TEMPORARY TABLE or SEQUENCE names the
-// one it makes, an ALTER or RENAME every name it writes (one of them may
-// be a temporary table's new name), a DROP TEMPORARY the ones it drops. It
-// errs towards names held: a caller that must know asks the server.
+// one it makes, an ALTER or RENAME the new names it gives (a temporary
+// table's among them, if it renames one; every name it writes when it
+// cannot be read), a DROP TEMPORARY the ones it drops. It errs towards
+// names held: a caller that must know asks the server.
 func TemporaryNames(text string, sqlMode uint64) (held, dropped []Name) {
 	lx := Lexing{ANSIQuotes: sqlMode&modeANSIQuotes != 0, NoBackslashEscapes: sqlMode&modeNoBackslashEscapes != 0, UTF8: true}
 	toks, ok := tokens(text, lx)
@@ -118,9 +123,101 @@ func TemporaryNames(text string, sqlMode uint64) (held, dropped []Name) {
 		names, _ := droppedNames(toks)
 		return nil, names
 	case isWord(toks[0], "ALTER") || isWord(toks[0], "RENAME"):
+		if names, ok := renamedTo(toks); ok {
+			return names, nil
+		}
 		return allNames(toks), nil
 	}
 	return nil, nil
+}
+
+// renamedTo reads the new names an ALTER TABLE or RENAME TABLE statement
+// gives tables: ALTER [ONLINE] [IGNORE] TABLE [IF EXISTS] name ... with
+// any number of RENAME [TO|AS] new (RENAME COLUMN, INDEX and KEY name no
+// table), and RENAME TABLE|TABLES [IF EXISTS] old [WAIT n|NOWAIT] TO new
+// [, old TO new ...]. An ALTER of anything but a table gives none. ok is
+// false for a statement it cannot read so.
+func renamedTo(toks []token) (names []Name, ok bool) {
+	if isWord(toks[0], "RENAME") {
+		return renameTableTo(toks)
+	}
+	i := 1
+	for i < len(toks) && (isWord(toks[i], "ONLINE") || isWord(toks[i], "IGNORE")) {
+		i++
+	}
+	if i >= len(toks) || !isWord(toks[i], "TABLE") {
+		return nil, true
+	}
+	i++
+	if i+1 < len(toks) && isWord(toks[i], "IF") && isWord(toks[i+1], "EXISTS") {
+		i += 2
+	}
+	_, next, ok := nameAt(toks, i)
+	if !ok {
+		return nil, false
+	}
+	for i = next; i < len(toks); i++ {
+		if !isWord(toks[i], "RENAME") {
+			continue
+		}
+		j := i + 1
+		if j < len(toks) && (isWord(toks[j], "COLUMN") || isWord(toks[j], "INDEX") || isWord(toks[j], "KEY")) {
+			continue
+		}
+		if j < len(toks) && (isWord(toks[j], "TO") || isWord(toks[j], "AS") || toks[j].text == "=") {
+			j++
+		}
+		n, next, ok := nameAt(toks, j)
+		if !ok {
+			return nil, false
+		}
+		names = append(names, n)
+		i = next - 1
+	}
+	return names, true
+}
+
+// renameTableTo reads the new names of RENAME TABLE|TABLES [IF EXISTS]
+// old [WAIT n|NOWAIT] TO new [, old [WAIT n|NOWAIT] TO new ...].
+func renameTableTo(toks []token) (names []Name, ok bool) {
+	i := 1
+	if i >= len(toks) || !isWord(toks[i], "TABLE") && !isWord(toks[i], "TABLES") {
+		return nil, false
+	}
+	i++
+	if i+1 < len(toks) && isWord(toks[i], "IF") && isWord(toks[i+1], "EXISTS") {
+		i += 2
+	}
+	for {
+		_, next, ok := nameAt(toks, i)
+		if !ok {
+			return nil, false
+		}
+		i = next
+		switch {
+		case i+1 < len(toks) && isWord(toks[i], "WAIT"):
+			i += 2
+		case i < len(toks) && isWord(toks[i], "NOWAIT"):
+			i++
+		}
+		if i >= len(toks) || !isWord(toks[i], "TO") {
+			return nil, false
+		}
+		n, next, ok := nameAt(toks, i+1)
+		if !ok {
+			return nil, false
+		}
+		names = append(names, n)
+		i = next
+		switch {
+		case i < len(toks) && toks[i].text == ",":
+			i++
+		case i == len(toks) || i == len(toks)-1 && toks[i].text == ";":
+			return names, true
+		default:
+			return nil, false
+		}
+	}
 }
 
 // Each calls f with every name held and a session holding it, in lower

@@ -63,6 +63,9 @@ func (s *Session) noteHeld(domain, server, thread uint32, db, text string, sqlMo
 		delete(s.held, heldKey{domain, server, thread, orDefault(n.Schema, db), n.Table})
 	}
 	for _, n := range held {
+		if orDefault(n.Schema, db) == "" {
+			continue // no database: the source's statement named no table so
+		}
 		if s.held == nil {
 			s.held = map[heldKey]bool{}
 		}
