@@ -81,16 +81,9 @@ func readsOptionFiles(cmd *cobra.Command, o *optionFiles) {
 // load sets each flag of fl the command line left unset from the option
 // files; warnings go to stderr.
 func (o *optionFiles) load(fl *pflag.FlagSet, stderr io.Writer) error {
-	if o.defaultsFile != "" && o.noDefaults {
-		return fmt.Errorf("--defaults-file and --no-defaults: give one")
-	}
-	var files []string
-	switch {
-	case o.defaultsFile != "":
-		files = []string{o.defaultsFile}
-	case !o.noDefaults:
-		o.files = dburl.DefaultOptionFiles()
-		files = o.files
+	files, err := o.filesToRead()
+	if err != nil {
+		return err
 	}
 	o.taken, o.connection = map[string][]string{}, nil
 	fromCommandLine := map[string]bool{}
@@ -98,19 +91,8 @@ func (o *optionFiles) load(fl *pflag.FlagSet, stderr io.Writer) error {
 		fromCommandLine[f.Name] = true
 		o.taken[f.Name] = []string{"command line"}
 	})
-	if stream := fl.Lookup("stream"); stream != nil {
-		o.stream = stream.Value.String()
-		if !fromCommandLine["stream"] {
-			general, err := readGroups(files, []string{"gapless"})
-			if err != nil {
-				return err
-			}
-			for _, opt := range general {
-				if opt.Name == "stream" {
-					o.stream = opt.Value
-				}
-			}
-		}
+	if err := o.readStream(fl, files, fromCommandLine["stream"]); err != nil {
+		return err
 	}
 	groups := []string{"gapless"}
 	if o.stream != "" {
@@ -122,44 +104,91 @@ func (o *optionFiles) load(fl *pflag.FlagSet, stderr io.Writer) error {
 	}
 	known := gaplessFlagNames()
 	for _, opt := range opts {
-		where := fmt.Sprintf("%s [%s]", opt.Where, opt.Group)
-		f := fl.Lookup(opt.Name)
-		switch {
-		case slices.Contains(notFromFiles, opt.Name):
-			return fmt.Errorf("%s: %s is not read from an option file: give it on the command line", where, opt.Name)
-		case opt.Name == "stream" && opt.Group != "gapless":
-			return fmt.Errorf("%s: stream= in a stream's own group: the group is chosen by the stream, so write stream= in [gapless] or give --stream", where)
-		case dburl.ConnectionOption(opt.Name):
-			// dburl.Resolve reads it, from the same files.
-			o.connection = append(o.connection, opt)
-			continue
-		case f == nil && opt.Loose && !known[opt.Name]:
-			fmt.Fprintf(stderr, "gapless: warning: %s: loose-%s: no gapless command has a flag --%s; ignored\n", where, opt.Name, opt.Name)
-			continue
-		case f == nil && opt.Loose:
-			continue
-		case f == nil && known[opt.Name]:
-			continue // another command's
-		case f == nil:
-			return fmt.Errorf("%s: unknown option %q: no gapless command has a flag --%s (write loose-%s to have it ignored)", where, opt.Name, opt.Name, opt.Name)
-		case fromCommandLine[opt.Name]:
-			continue
+		if err := o.take(fl, opt, known, fromCommandLine[opt.Name], stderr); err != nil {
+			return err
 		}
-		value := opt.Value
-		if !opt.HasValue {
-			if f.Value.Type() != "bool" {
-				return fmt.Errorf("%s: %s needs a value (%s=...)", where, opt.Name, opt.Name)
-			}
-			value = "true"
+	}
+	return nil
+}
+
+// filesToRead is the option files load reads: --defaults-file alone, or
+// the default ones unless --no-defaults.
+func (o *optionFiles) filesToRead() ([]string, error) {
+	switch {
+	case o.defaultsFile != "" && o.noDefaults:
+		return nil, fmt.Errorf("--defaults-file and --no-defaults: give one")
+	case o.defaultsFile != "":
+		return []string{o.defaultsFile}, nil
+	case !o.noDefaults:
+		o.files = dburl.DefaultOptionFiles()
+		return o.files, nil
+	}
+	return nil, nil
+}
+
+// readStream sets o.stream for a command with --stream: the command
+// line's, or else the last stream= of the files' [gapless] groups, which
+// chooses the stream's own group.
+func (o *optionFiles) readStream(fl *pflag.FlagSet, files []string, fromCommandLine bool) error {
+	stream := fl.Lookup("stream")
+	if stream == nil {
+		return nil
+	}
+	o.stream = stream.Value.String()
+	if fromCommandLine {
+		return nil
+	}
+	general, err := readGroups(files, []string{"gapless"})
+	if err != nil {
+		return err
+	}
+	for _, opt := range general {
+		if opt.Name == "stream" {
+			o.stream = opt.Value
 		}
-		if err := fl.Set(opt.Name, value); err != nil {
-			return fmt.Errorf("%s: %s=%s: %v", where, opt.Name, maskSecret(opt.Name, value), err)
+	}
+	return nil
+}
+
+// take sets the flag an option of the files names, unless the command
+// line set it (fromCommandLine) or it is another command's, a connection
+// option or a loose one no flag has; known are every command's flags.
+func (o *optionFiles) take(fl *pflag.FlagSet, opt dburl.Option, known map[string]bool, fromCommandLine bool, stderr io.Writer) error {
+	where := fmt.Sprintf("%s [%s]", opt.Where, opt.Group)
+	f := fl.Lookup(opt.Name)
+	switch {
+	case slices.Contains(notFromFiles, opt.Name):
+		return fmt.Errorf("%s: %s is not read from an option file: give it on the command line", where, opt.Name)
+	case opt.Name == "stream" && opt.Group != "gapless":
+		return fmt.Errorf("%s: stream= in a stream's own group: the group is chosen by the stream, so write stream= in [gapless] or give --stream", where)
+	case dburl.ConnectionOption(opt.Name):
+		// dburl.Resolve reads it, from the same files.
+		o.connection = append(o.connection, opt)
+		return nil
+	case f == nil && opt.Loose && !known[opt.Name]:
+		fmt.Fprintf(stderr, "gapless: warning: %s: loose-%s: no gapless command has a flag --%s; ignored\n", where, opt.Name, opt.Name)
+		return nil
+	case f == nil && (opt.Loose || known[opt.Name]):
+		return nil // loose, or another command's
+	case f == nil:
+		return fmt.Errorf("%s: unknown option %q: no gapless command has a flag --%s (write loose-%s to have it ignored)", where, opt.Name, opt.Name, opt.Name)
+	case fromCommandLine:
+		return nil
+	}
+	value := opt.Value
+	if !opt.HasValue {
+		if f.Value.Type() != "bool" {
+			return fmt.Errorf("%s: %s needs a value (%s=...)", where, opt.Name, opt.Name)
 		}
-		if f.Value.Type() == "stringSlice" || f.Value.Type() == "stringArray" {
-			o.taken[opt.Name] = append(o.taken[opt.Name], where)
-		} else {
-			o.taken[opt.Name] = []string{where}
-		}
+		value = "true"
+	}
+	if err := fl.Set(opt.Name, value); err != nil {
+		return fmt.Errorf("%s: %s=%s: %v", where, opt.Name, maskSecret(opt.Name, value), err)
+	}
+	if f.Value.Type() == "stringSlice" || f.Value.Type() == "stringArray" {
+		o.taken[opt.Name] = append(o.taken[opt.Name], where)
+	} else {
+		o.taken[opt.Name] = []string{where}
 	}
 	return nil
 }
