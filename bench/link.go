@@ -235,50 +235,62 @@ func (l *delayLink) loop() {
 		}
 		moderated = false
 		for _, ev := range events[:max(n, 0)] {
-			fd := int(ev.Fd)
-			if fd == l.wakeFD {
-				var b [8]byte
-				_, _ = unix.Read(l.wakeFD, b[:])
-				if !l.takeArrived(pairs) {
-					return
-				}
-				continue
+			read, stop := l.serve(pairs, ev, buf, arrival)
+			if stop {
+				return
 			}
-			p := pairs.byFD[fd]
-			if p == nil {
-				continue
-			}
-			if ev.Events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
-				if fd == p.client {
-					p.down.blocked = false
-				} else {
-					p.up.blocked = false
-				}
-			}
-			if ev.Events&(unix.EPOLLIN|unix.EPOLLERR|unix.EPOLLHUP|unix.EPOLLRDHUP) != 0 {
-				d := &p.up
-				if fd == p.server {
-					d = &p.down
-				}
-				read, ok := d.read(buf, arrival.Add(l.oneWay))
-				if read {
-					moderated = true
-				}
-				if !ok {
-					pairs.drop(p)
-					continue
-				}
-			}
+			moderated = moderated || read
 		}
-		for i := 0; i < len(pairs.all); {
-			p := pairs.all[i]
-			if !p.up.flush(now) || !p.down.flush(now) || p.done() {
-				pairs.drop(p)
-				continue
-			}
-			l.watch(p)
-			i++
+		l.flushAll(pairs, now)
+	}
+}
+
+// serve handles one epoll event: accept's wake-up, or a pair's socket
+// ready, whose bytes read are due at arrival plus the one-way delay. read
+// reports bytes read; stop, that the link is closing.
+func (l *delayLink) serve(pairs *pairSet, ev unix.EpollEvent, buf []byte, arrival time.Time) (read, stop bool) {
+	fd := int(ev.Fd)
+	if fd == l.wakeFD {
+		var b [8]byte
+		_, _ = unix.Read(l.wakeFD, b[:])
+		return false, !l.takeArrived(pairs)
+	}
+	p := pairs.byFD[fd]
+	if p == nil {
+		return false, false
+	}
+	if ev.Events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+		if fd == p.client {
+			p.down.blocked = false
+		} else {
+			p.up.blocked = false
 		}
+	}
+	if ev.Events&(unix.EPOLLIN|unix.EPOLLERR|unix.EPOLLHUP|unix.EPOLLRDHUP) == 0 {
+		return false, false
+	}
+	d := &p.up
+	if fd == p.server {
+		d = &p.down
+	}
+	read, ok := d.read(buf, arrival.Add(l.oneWay))
+	if !ok {
+		pairs.drop(p)
+	}
+	return read, false
+}
+
+// flushAll writes what is due of every pair, drops the pairs done or
+// broken, and watches the others for what they wait for.
+func (l *delayLink) flushAll(pairs *pairSet, now time.Time) {
+	for i := 0; i < len(pairs.all); {
+		p := pairs.all[i]
+		if !p.up.flush(now) || !p.down.flush(now) || p.done() {
+			pairs.drop(p)
+			continue
+		}
+		l.watch(p)
+		i++
 	}
 }
 
