@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"gapless/internal/analyze"
 	"gapless/internal/apply"
@@ -67,7 +68,32 @@ func newReplicateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replicate --source URL --target URL [flags]",
 		Short: "Replicate the source's binlog to the target until --until, a stop, or a fatal error",
-		Long: `Attach to the source as a replica, keep its binlog in a relay log and apply it to the target.
+		Long:  replicateLong,
+		Example: `  # the sandbox's servers, from its environment
+  eval "$(gapless sandbox env)"; gapless replicate
+  # passwords kept out of ps, until a position, then exit 0
+  gapless replicate --source mysql://repl@db1:3306 --source-password-file /etc/gapless/repl.pw \
+      --target 'mysql://gapless@db2:3306?password-file=/etc/gapless/apply.pw&tls=true' --until 0-1-51253
+  # both servers from an option file's [client] groups
+  gapless replicate --source-defaults-file ~/.db1.cnf --target-defaults-file ~/.db2.cnf --workers 8
+  # every flag from /etc/gapless/shop.cnf's [gapless] and [gapless-shop] groups, as gapless@shop.service runs it
+  gapless replicate --defaults-file /etc/gapless/shop.cnf --stream shop --print-defaults
+  # after re-seeding the target from a dump
+  gapless reset --target mysql://gapless@db2:3306
+  gapless replicate --source ... --target ... --start-position 0-1-51253`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.untilGiven, f.startGiven = cmd.Flags().Changed("until"), cmd.Flags().Changed("start-position")
+			return runReplicate(cmd.Context(), f)
+		},
+	}
+	files := f.add(cmd.Flags())
+	readsOptionFiles(cmd, files)
+	return cmd
+}
+
+// replicateLong is replicate's help.
+const replicateLong = `Attach to the source as a replica, keep its binlog in a relay log and apply it to the target.
 
 The applied position is written on the target in the same transaction as the
 data (table gapless.checkpoint), so a restart after any crash continues exactly
@@ -110,26 +136,10 @@ READ_ONLY ADMIN too on a target set read_only=ON.
 
 Positions (--until, --start-position) are MariaDB GTID positions, as
 @@gtid_binlog_pos shows them: one domain-server-sequence per domain, e.g.
-0-1-51253 or 0-1-51253,1-1-10. --skip-gtid takes one GTID (0-1-51254).`,
-		Example: `  # the sandbox's servers, from its environment
-  eval "$(gapless sandbox env)"; gapless replicate
-  # passwords kept out of ps, until a position, then exit 0
-  gapless replicate --source mysql://repl@db1:3306 --source-password-file /etc/gapless/repl.pw \
-      --target 'mysql://gapless@db2:3306?password-file=/etc/gapless/apply.pw&tls=true' --until 0-1-51253
-  # both servers from an option file's [client] groups
-  gapless replicate --source-defaults-file ~/.db1.cnf --target-defaults-file ~/.db2.cnf --workers 8
-  # every flag from /etc/gapless/shop.cnf's [gapless] and [gapless-shop] groups, as gapless@shop.service runs it
-  gapless replicate --defaults-file /etc/gapless/shop.cnf --stream shop --print-defaults
-  # after re-seeding the target from a dump
-  gapless reset --target mysql://gapless@db2:3306
-  gapless replicate --source ... --target ... --start-position 0-1-51253`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			f.untilGiven, f.startGiven = cmd.Flags().Changed("until"), cmd.Flags().Changed("start-position")
-			return runReplicate(cmd.Context(), f)
-		},
-	}
-	fl := cmd.Flags()
+0-1-51253 or 0-1-51253,1-1-10. --skip-gtid takes one GTID (0-1-51254).`
+
+// add defines replicate's flags on fl, into f, and returns its option files.
+func (f *replicateFlags) add(fl *pflag.FlagSet) *optionFiles {
 	files := addOptionFileFlags(fl)
 	f.source = addServerFlags(fl, "source", "source", "GAPLESS_SOURCE", "source (primary) URL mysql://user@host:port", files)
 	f.target = addServerFlags(fl, "target", "target", "GAPLESS_TARGET", "target URL mysql://user@host:port", files)
@@ -157,8 +167,7 @@ Positions (--until, --start-position) are MariaDB GTID positions, as
 	fl.MarkHidden("cpuprofile")
 	fl.StringVar(&f.memProfile, "memprofile", "", "write a Go profile of the run's allocations to this file at its end (for gapless's developers)")
 	fl.MarkHidden("memprofile")
-	readsOptionFiles(cmd, files)
-	return cmd
+	return files
 }
 
 // runReplicate is one replicate run: the flags checked, the source and the
