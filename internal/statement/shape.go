@@ -54,27 +54,8 @@ func shape(text string, lx Lexing, numbers []Number) (out string, _ []Number, ok
 			b.WriteString(text[i:end])
 			i = end
 		case c == '@':
-			// A user variable's name may be quoted: it is a name, not a literal.
-			b.WriteByte(c)
-			i++
-			if i < n && text[i] == '@' {
-				b.WriteByte('@')
-				i++
-			}
-			j := i
-			if j < n && (text[j] == '\'' || text[j] == '"' || text[j] == '`') {
-				end, ok := quoted(text, j, text[j], text[j] != '`' && !lx.NoBackslashEscapes)
-				if !ok {
-					return "", numbers, false
-				}
-				j = end
-			} else {
-				// @1 and @a.b are names too: digits and dots stay.
-				for j < n && (isWordByte(text[j]) || text[j] == '.') {
-					j++
-				}
-			}
-			if !lx.UTF8 && !isASCII(text[i:j]) {
+			j, ok := variableName(text, i, lx)
+			if !ok {
 				return "", numbers, false
 			}
 			b.WriteString(text[i:j])
@@ -125,6 +106,33 @@ func shape(text string, lx Lexing, numbers []Number) (out string, _ []Number, ok
 		}
 	}
 	return b.String(), numbers, true
+}
+
+// variableName returns the end of the user or system variable whose @
+// is at text[i]: @name, @@name, @'quoted name', @1, @a.b. A quoted name
+// is a name, not a literal, so it is kept as written; ok is false for one
+// not closed, or not ASCII where lx is not UTF-8.
+func variableName(text string, i int, lx Lexing) (end int, ok bool) {
+	n := len(text)
+	i++
+	if i < n && text[i] == '@' {
+		i++
+	}
+	j := i
+	if j < n && (text[j] == '\'' || text[j] == '"' || text[j] == '`') {
+		if j, ok = quoted(text, j, text[j], text[j] != '`' && !lx.NoBackslashEscapes); !ok {
+			return 0, false
+		}
+	} else {
+		// Digits and dots stay: @1 and @a.b are names too.
+		for j < n && (isWordByte(text[j]) || text[j] == '.') {
+			j++
+		}
+	}
+	if !lx.UTF8 && !isASCII(text[i:j]) {
+		return 0, false
+	}
+	return j, true
 }
 
 // quoted returns the end (just past the closing quote) of the quoted token
