@@ -92,6 +92,9 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	r.mu.Lock()
 	r.positionGI = 0
 	r.mu.Unlock()
+	// Stopped last: a worker stopping may wait for answers too.
+	stopUnanswered := r.endUnansweredScripts()
+	defer stopUnanswered()
 	workers, done, stopWorkers := r.startWorkers(ctx)
 	defer stopWorkers()
 	stopWatchdog := r.watchdog()

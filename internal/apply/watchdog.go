@@ -11,7 +11,8 @@
 // lock of a transaction that waits for its turn: jobs start as soon as their
 // dependencies have executed, so such waits are normal. If an earlier
 // transaction then needs one of its locks (it had to run again), the later
-// one's statement is killed (KILL QUERY): it rolls back and runs again.
+// one's statement is killed (KILL QUERY ID, that statement alone): it
+// rolls back and runs again.
 //
 // Such conflicts come in runs (a trigger on the target, a key the policy
 // does not know), and each costs a rollback and a look at the lock waits. So
@@ -104,19 +105,20 @@ func (r *Replica) breakLockCycles(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, watchdogQueryTimeout)
 	defer cancel()
 	rows, err := r.cfg.Target.QueryContext(ctx, `
-		SELECT req.trx_mysql_thread_id, blk.trx_mysql_thread_id
+		SELECT req.trx_mysql_thread_id, blk.trx_mysql_thread_id, p.QUERY_ID
 		FROM information_schema.INNODB_LOCK_WAITS w
 		JOIN information_schema.INNODB_TRX req ON req.trx_id = w.requesting_trx_id
-		JOIN information_schema.INNODB_TRX blk ON blk.trx_id = w.blocking_trx_id`)
+		JOIN information_schema.INNODB_TRX blk ON blk.trx_id = w.blocking_trx_id
+		JOIN information_schema.PROCESSLIST p ON p.ID = blk.trx_mysql_thread_id`)
 	if err != nil {
 		r.log.Debug("watchdog: cannot read lock waits", "error", err)
 		return
 	}
 	defer rows.Close()
-	var kills []int64
+	kills := map[int64]int64{} // connection -> the statement of its to interrupt
 	for rows.Next() {
-		var waiter, blocker int64
-		if rows.Scan(&waiter, &blocker) != nil {
+		var waiter, blocker, query int64
+		if rows.Scan(&waiter, &blocker, &query) != nil {
 			continue
 		}
 		a, okA := byConn[waiter]
@@ -133,13 +135,28 @@ func (r *Replica) breakLockCycles(ctx context.Context) {
 			default:
 			}
 		case StateApplying:
-			r.brokeLockWait(true)
-			kills = append(kills, blocker)
+			if _, seen := kills[blocker]; !seen {
+				r.brokeLockWait(true)
+				kills[blocker] = query
+			}
 		}
 	}
 	rows.Close()
-	for _, conn := range kills {
+	for conn, query := range kills {
 		r.log.Info("interrupting a later transaction that holds a lock an earlier one waits for", "connection", conn)
-		r.killQuery(ctx, conn)
+		r.killStatement(ctx, conn, query)
+	}
+}
+
+// killStatement interrupts one statement a target connection runs, by its
+// query id (the processlist's QUERY_ID): a statement that has ended by the
+// time the kill comes is left alone, and so is what its connection runs
+// next, once, however many waits it held. A KILL QUERY that meets a script
+// between two statements can end the script without answering the rest
+// (unanswered.go).
+func (r *Replica) killStatement(ctx context.Context, conn, query int64) {
+	_, err := r.cfg.Target.ExecContext(ctx, "KILL QUERY ID ?", query)
+	if err != nil {
+		r.log.Debug("cannot interrupt, or the statement has ended", "connection", conn, "query", query, "error", err)
 	}
 }

@@ -82,6 +82,9 @@ type worker struct {
 	connected bool
 	jobs      chan *job
 	yield     chan struct{} // the watchdog asks the worker to roll back and retry at its turn
+	// awaiting is when the session waits for a script's answers, and on
+	// which connection (unanswered.go).
+	awaiting target.Awaiting
 	// mine lists the transactions this worker committed above the gap-less
 	// position (causal commit order), for its checkpoint row.
 	mine []committedTxn
@@ -122,6 +125,7 @@ func newWorker(r *Replica, slot int) *worker {
 		w.connID = id
 		w.mu.Unlock()
 	}
+	opts.Awaiting = &w.awaiting
 	w.opts = opts
 	return w
 }

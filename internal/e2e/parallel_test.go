@@ -314,6 +314,10 @@ func sideCounter(t *testing.T, sb *sandboxT, stmts ...string) {
 	}, stmts...)...)
 }
 
+// stopLimit is how long a stalled run may take to stop after SIGTERM
+// before the test asks it for its goroutines (SIGQUIT).
+const stopLimit = 30 * time.Second
+
 // replicateWithoutStall runs gapless until the primary's current position
 // and fails the test unless it exits 0 within limit: a run that stalls on
 // lock waits is stopped and reported.
@@ -331,8 +335,46 @@ func replicateWithoutStall(t *testing.T, sb *sandboxT, relay string, limit time.
 		return r
 	case <-time.After(limit):
 		cmd.Process.Signal(syscall.SIGTERM)
-		r := <-done
-		t.Fatalf("the run stalled on conflicts the watchdog should break: %s", strings.TrimSpace(r.stdout))
-		return r
+		select {
+		case r := <-done:
+			t.Fatalf("the run stalled on conflicts the watchdog should break: %s\n%s", strings.TrimSpace(r.stdout), r.stderr)
+			return r
+		case <-time.After(stopLimit):
+			// Not even the stop ended it: its goroutines say where it hangs.
+			cmd.Process.Signal(syscall.SIGQUIT)
+			r := <-done
+			t.Fatalf("the run stalled, and did not stop within %s of SIGTERM: %s\n%s", stopLimit, strings.TrimSpace(r.stdout), r.stderr)
+			return r
+		}
 	}
+}
+
+// TestScriptWithoutItsAnswers has one script wait for an answer the target
+// never sends (GAPLESS_UNANSWERED_SCRIPT), as a KILL QUERY that ends a
+// script between two statements leaves it: once the target has shown the
+// connection idle for a while, gapless closes it, the target rolls back
+// what it began, and the job runs again. The run ends by itself, each
+// transaction applied once (a counter updated by every one of them).
+func TestScriptWithoutItsAnswers(t *testing.T) {
+	sb := upSandbox(t)
+	mustExec(t, sb.Primary, "CREATE DATABASE quiet",
+		"CREATE TABLE quiet.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+		"CREATE TABLE quiet.counter (id INT PRIMARY KEY, n INT) ENGINE=InnoDB",
+		"INSERT INTO quiet.counter VALUES (1, 0)")
+	var stmts []string
+	for i := 1; i <= 60; i++ {
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO quiet.t VALUES (%d, %d)", i, i), "UPDATE quiet.counter SET n = n + 1 WHERE id = 1")
+	}
+	mustExec(t, sb.Primary, stmts...)
+	relay := filepath.Join(t.TempDir(), "relay")
+	cmd, stderr, wait := startWithEnv(t, []string{"GAPLESS_UNANSWERED_SCRIPT=4"}, replicateArgs(sb.SourceURL, sb.TargetURL, relay,
+		"--until", binlogPos(t, sb.Primary), "--workers", "4", "--batch", "4", "-v")...)
+	r := waitExit(t, cmd, wait, 2*time.Minute, "end the wait for answers the target does not send", stderr)
+	if r.code != 0 {
+		t.Fatalf("replicate exited %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "answers stopped coming") {
+		t.Errorf("no warning of the script left unanswered:\n%s", r.stderr)
+	}
+	requireEqual(t, sb)
 }

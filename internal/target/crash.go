@@ -1,8 +1,11 @@
 // crash.go lets tests kill the process between a group that the target
 // binlogs as it executes (AppliesAlone) and its position, the one window
-// in which the target holds a transaction its checkpoint does not:
+// in which the target holds a transaction its checkpoint does not; and
+// make a script wait for an answer the target never sends, as when a
+// KILL QUERY ends a script between two statements (apply's unanswered.go):
 //
 //	GAPLESS_CRASH_BEFORE_POSITION=N   SIGKILL itself before writing the position of the Nth such group
+//	GAPLESS_UNANSWERED_SCRIPT=N       the Nth script of two statements or more waits for one answer more than it has
 package target
 
 import (
@@ -20,7 +23,22 @@ var (
 		return n
 	}()
 	appliedAlone atomic.Int64
+
+	unansweredScript = func() int64 {
+		n, _ := strconv.ParseInt(os.Getenv("GAPLESS_UNANSWERED_SCRIPT"), 10, 64)
+		return n
+	}()
+	scriptsSent atomic.Int64
 )
+
+// answersAwaited is how many answers a script of n statements waits for:
+// n, but one more for the script GAPLESS_UNANSWERED_SCRIPT names.
+func answersAwaited(n int) int {
+	if unansweredScript > 0 && n > 1 && scriptsSent.Add(1) == unansweredScript {
+		return n + 1
+	}
+	return n
+}
 
 // crashBeforePosition reports whether txn's position must be written apart
 // from its body, for crashPoint to run between the two.

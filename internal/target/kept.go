@@ -23,7 +23,6 @@ package target
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"maps"
 	"regexp"
@@ -440,7 +439,7 @@ func (s *Session) takeDomain(domain uint32) error {
 	case s.domain == domain:
 		return nil
 	}
-	conn, err := dial(context.Background(), s.opts.Server)
+	conn, err := s.dial()
 	if err != nil {
 		return err
 	}

@@ -68,6 +68,9 @@ type Options struct {
 	// toDomain and park), so that what interrupts the session's statements
 	// interrupts that one.
 	Connected func(id int64)
+	// Awaiting, when set, hears when the session's connections wait for
+	// a script's answers, and which.
+	Awaiting *Awaiting
 }
 
 // ErrSlotHeld: another connection, one that outlived its applier or its
@@ -147,6 +150,7 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target connection: %w", err)
 	}
+	conn.awaiting = opts.Awaiting
 	s := &Session{conn: conn, opts: opts}
 	if err := s.prepare(); err != nil {
 		conn.close()
@@ -292,12 +296,21 @@ func (s *Session) Forget() {
 	s.db = ""
 }
 
+// dial opens another connection of the session's.
+func (s *Session) dial() (*wire, error) {
+	conn, err := dial(context.Background(), s.opts.Server)
+	if err == nil {
+		conn.awaiting = s.opts.Awaiting
+	}
+	return conn, err
+}
+
 // reopen gives up the connection for a new one, forgetting its state.
 func (s *Session) reopen() error {
 	s.dropSlot(s.conn)
 	s.endConn(s.conn)
 	s.Forget()
-	conn, err := dial(context.Background(), s.opts.Server)
+	conn, err := s.dial()
 	if err != nil {
 		return err
 	}

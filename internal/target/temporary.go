@@ -27,7 +27,6 @@
 package target
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"slices"
@@ -194,7 +193,7 @@ func (s *Session) toDomain(txns []*binlog.Transaction) error {
 	p := s.pinned[want]
 	fresh := p == nil
 	if fresh {
-		conn, err := dial(context.Background(), s.opts.Server)
+		conn, err := s.dial()
 		if err != nil {
 			return err
 		}
@@ -314,7 +313,7 @@ func (s *Session) park(txn *binlog.Transaction) error {
 	if !ok {
 		return fmt.Errorf("%s: cannot read the XID of %q", txn, start)
 	}
-	conn, err := dial(context.Background(), s.opts.Server)
+	conn, err := s.dial()
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -50,6 +51,8 @@ type wire struct {
 	fixedServerID bool
 	// addr is the server's host:port (a node of a list: dburl.Nodes).
 	addr string
+	// awaiting, when set, hears when exec waits for answers (Awaiting).
+	awaiting *Awaiting
 	// singleByteClient: the connection's character_set_client is
 	// binlogCharset, set for BINLOG statements (rows.go). Only a hint for
 	// leaving the next SET out: what a script needs of the character set
@@ -151,15 +154,47 @@ func (w *wire) exec(stmts []string) error {
 	if err := w.send(stmts); err != nil {
 		return connError(err)
 	}
+	if w.awaiting != nil {
+		w.awaiting.begin(w.connectionID())
+		defer w.awaiting.end()
+	}
 	defer w.expect(0)
-	for i := range stmts {
-		w.expect(len(stmts) - i)
+	answers := answersAwaited(len(stmts))
+	for i := range answers {
+		w.expect(answers - i)
 		if err := w.readOK(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// Awaiting says which connection of a session waits for a script's
+// answers, and since when: what a watchdog needs to tell a script the
+// target ended without answering all of its statements from one that
+// runs long (the target then shows the connection running, not idle).
+// Safe for concurrent use.
+type Awaiting struct {
+	conn  atomic.Int64
+	since atomic.Int64 // Unix nanoseconds; 0 while no answer is awaited
+}
+
+// Since returns the connection that awaits answers and since when; ok is
+// false while none does.
+func (a *Awaiting) Since() (conn int64, since time.Time, ok bool) {
+	at := a.since.Load()
+	if at == 0 {
+		return 0, time.Time{}, false
+	}
+	return a.conn.Load(), time.Unix(0, at), true
+}
+
+func (a *Awaiting) begin(conn int64) {
+	a.conn.Store(conn)
+	a.since.Store(time.Now().UnixNano())
+}
+
+func (a *Awaiting) end() { a.since.Store(0) }
 
 // send writes stmts, joined by ";\n", as one COM_QUERY packet. On plain
 // TCP the statements go where they lie, in one writev; otherwise (TLS, or
