@@ -22,6 +22,7 @@ package apply
 
 import (
 	"context"
+	"database/sql"
 	"time"
 )
 
@@ -109,7 +110,7 @@ func (r *Replica) breakLockCycles(ctx context.Context) {
 		FROM information_schema.INNODB_LOCK_WAITS w
 		JOIN information_schema.INNODB_TRX req ON req.trx_id = w.requesting_trx_id
 		JOIN information_schema.INNODB_TRX blk ON blk.trx_id = w.blocking_trx_id
-		JOIN information_schema.PROCESSLIST p ON p.ID = blk.trx_mysql_thread_id`)
+		LEFT JOIN information_schema.PROCESSLIST p ON p.ID = blk.trx_mysql_thread_id`)
 	if err != nil {
 		r.log.Debug("watchdog: cannot read lock waits", "error", err)
 		return
@@ -117,7 +118,8 @@ func (r *Replica) breakLockCycles(ctx context.Context) {
 	defer rows.Close()
 	kills := map[int64]int64{} // connection -> the statement of its to interrupt
 	for rows.Next() {
-		var waiter, blocker, query int64
+		var waiter, blocker int64
+		var query sql.NullInt64
 		if rows.Scan(&waiter, &blocker, &query) != nil {
 			continue
 		}
@@ -135,9 +137,9 @@ func (r *Replica) breakLockCycles(ctx context.Context) {
 			default:
 			}
 		case StateApplying:
-			if _, seen := kills[blocker]; !seen {
+			if _, seen := kills[blocker]; !seen && query.Valid {
 				r.brokeLockWait(true)
-				kills[blocker] = query
+				kills[blocker] = query.Int64
 			}
 		}
 	}
@@ -149,11 +151,11 @@ func (r *Replica) breakLockCycles(ctx context.Context) {
 }
 
 // killStatement interrupts one statement a target connection runs, by its
-// query id (the processlist's QUERY_ID): a statement that has ended by the
-// time the kill comes is left alone, and so is what its connection runs
-// next, once, however many waits it held. A KILL QUERY that meets a script
-// between two statements can end the script without answering the rest
-// (unanswered.go).
+// query id (the processlist's QUERY_ID), once per look however many waits
+// it holds: a statement that has ended by the time the kill comes is left
+// alone, and so is what its connection runs next. A KILL QUERY that meets
+// a script between two statements can end the script without answering
+// the rest (unanswered.go).
 func (r *Replica) killStatement(ctx context.Context, conn, query int64) {
 	_, err := r.cfg.Target.ExecContext(ctx, "KILL QUERY ID ?", query)
 	if err != nil {
