@@ -362,17 +362,23 @@ func recoverPosition(ctx context.Context, node *Server) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sandbox cluster node %s: %w", node.Config.Name, err)
 	}
+	pos, _ := recoverPositionOf(string(b))
+	return pos, nil
+}
+
+// recoverPositionOf reads the position a --wsrep-recover log says the
+// storage recovered: "" (and false) when it says none, or -1.
+func recoverPositionOf(log string) (string, bool) {
 	const mark = "WSREP: Recovered position: "
-	text := string(b)
-	at := strings.LastIndex(text, mark)
+	at := strings.LastIndex(log, mark)
 	if at < 0 {
-		return "", nil
+		return "", false
 	}
-	pos := strings.Fields(text[at+len(mark):])
+	pos := strings.Fields(log[at+len(mark):])
 	if len(pos) == 0 || strings.HasSuffix(pos[0], ":-1") {
-		return "", nil
+		return "", false
 	}
-	return pos[0], nil
+	return pos[0], true
 }
 
 // Isolate cuts node i off the other nodes' group communication (Galera's

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -48,6 +49,11 @@ func TestClusterStartsKillsAndRejoins(t *testing.T) {
 	if err := c.Nodes[0].Exec(ctx, "INSERT INTO d.t VALUES (2)"); err != nil {
 		t.Fatal(err)
 	}
+	// What node 2 logs from here on is its rejoin's.
+	before, err := os.Stat(c.Nodes[1].ErrorLog)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Restart(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -55,10 +61,28 @@ func TestClusterStartsKillsAndRejoins(t *testing.T) {
 		t.Fatalf("node 2 holds %d rows after rejoining, want 2", n)
 	}
 	// It rejoined from the position its storage recovered, by an
-	// incremental transfer: only its first join copied the whole state.
-	if b, err := os.ReadFile(c.Nodes[1].ErrorLog); err != nil {
+	// incremental transfer, not a full copy. A storage that recovered no
+	// position (killed before it had one to keep) joins by a full
+	// transfer, as a service manager's restart does.
+	recoverLog := filepath.Join(c.Nodes[1].home, "wsrep-recover.log")
+	r, err := os.ReadFile(recoverLog)
+	if err != nil {
 		t.Fatal(err)
-	} else if n := strings.Count(string(b), "SST completed on joiner"); n != 1 {
-		t.Errorf("node 2 received %d full state transfers, want 1 (its first join); its error log ends with:\n%s", n, tailFile(c.Nodes[1].ErrorLog, 40))
+	}
+	pos, _ := recoverPositionOf(string(r))
+	b, err := os.ReadFile(c.Nodes[1].ErrorLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rejoin := string(b[min(before.Size(), int64(len(b))):])
+	full := strings.Count(rejoin, "SST completed on joiner")
+	switch {
+	case pos == "":
+		t.Logf("node 2's storage recovered no position, so it rejoined by %d full transfer(s); its recovery log ends with:\n%s", full, tailFile(recoverLog, 5))
+	case full != 0:
+		t.Errorf("node 2 rejoined by %d full state transfer(s), though its storage recovered %s; its error log ends with:\n%s\nits recovery log with:\n%s",
+			full, pos, tailFile(c.Nodes[1].ErrorLog, 40), tailFile(recoverLog, 5))
+	case !strings.Contains(rejoin, "IST received") && !strings.Contains(rejoin, "Receiving IST"):
+		t.Errorf("node 2 rejoined from %s with neither a full nor an incremental transfer in its error log:\n%s", pos, tailFile(c.Nodes[1].ErrorLog, 40))
 	}
 }
