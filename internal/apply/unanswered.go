@@ -3,10 +3,11 @@
 // that fails ends the script with its error, its last answer. Yet a worker
 // was seen waiting twenty minutes for the answers to a script (ROLLBACK and
 // two SETs) on a connection the target showed idle, after the watchdog had
-// sent several KILL QUERY to that connection within a millisecond: a kill
-// that meets a script between two statements can end it with no answer for
-// the rest. The worker would wait for ever, and the run, a stop included,
-// with it.
+// sent several KILL QUERY to that connection within a millisecond; a kill
+// that met the script between two statements and ended it with no answer
+// for the rest fits what was seen, though a plain client did not reproduce
+// it. Whatever the cause, the worker would wait for ever, and the run, a
+// stop included, with it.
 //
 // So when a worker has waited unansweredAfter for a script's answers on a
 // connection the target has shown idle for as long, the connection is

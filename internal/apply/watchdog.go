@@ -153,9 +153,8 @@ func (r *Replica) breakLockCycles(ctx context.Context) {
 // killStatement interrupts one statement a target connection runs, by its
 // query id (the processlist's QUERY_ID), once per look however many waits
 // it holds: a statement that has ended by the time the kill comes is left
-// alone, and so is what its connection runs next. A KILL QUERY that meets
-// a script between two statements can end the script without answering
-// the rest (unanswered.go).
+// alone, and so is what its connection runs next (several KILL QUERY to
+// one connection preceded a script left unanswered: unanswered.go).
 func (r *Replica) killStatement(ctx context.Context, conn, query int64) {
 	_, err := r.cfg.Target.ExecContext(ctx, "KILL QUERY ID ?", query)
 	if err != nil {
