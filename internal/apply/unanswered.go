@@ -41,25 +41,22 @@ func (r *Replica) endUnansweredScripts() (stop func()) {
 
 func (r *Replica) endUnanswered(ctx context.Context) {
 	waiting := map[int64]time.Time{}
-	var ids []string
+	var args []any // the connections waiting, then how long idle
 	for _, w := range r.currentWorkers() {
 		conn, since, ok := w.awaiting.Since()
 		if ok && conn != 0 && time.Since(since) >= unansweredAfter {
 			waiting[conn] = since
-			ids = append(ids, "?")
+			args = append(args, conn)
 		}
 	}
-	if len(waiting) == 0 {
+	if len(args) == 0 {
 		return
 	}
-	args := make([]any, 0, len(waiting)+1)
-	for conn := range waiting {
-		args = append(args, conn)
-	}
+	in := strings.Repeat(",?", len(args))[1:]
 	args = append(args, unansweredAfter.Milliseconds())
 	ctx, cancel := context.WithTimeout(ctx, watchdogQueryTimeout)
 	defer cancel()
-	rows, err := r.cfg.Target.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE ID IN ("+strings.Join(ids, ",")+") AND COMMAND = 'Sleep' AND TIME_MS >= ?", args...)
+	rows, err := r.cfg.Target.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE ID IN ("+in+") AND COMMAND = 'Sleep' AND TIME_MS >= ?", args...)
 	if err != nil {
 		r.log.Debug("cannot read the target's connections", "error", err)
 		return

@@ -85,13 +85,8 @@ func (t *Temporary) Observe(thread uint32, db, text string, sqlMode uint64) {
 		if !t.namesHeld(toks, db) {
 			return
 		}
-		// A held name renamed: the new names are held from now on (every
-		// name the statement writes, when it cannot be read so).
-		names, ok := renamedTo(toks)
-		if !ok {
-			names = allNames(toks)
-		}
-		for _, n := range names {
+		// A held name renamed: the new names are held from now on.
+		for _, n := range newNames(toks) {
 			t.add(thread, resolve(n, db))
 		}
 	case temporary:
@@ -123,12 +118,23 @@ func TemporaryNames(text string, sqlMode uint64) (held, dropped []Name) {
 		names, _ := droppedNames(toks)
 		return nil, names
 	case isWord(toks[0], "ALTER") || isWord(toks[0], "RENAME"):
-		if names, ok := renamedTo(toks); ok {
-			return names, nil
-		}
-		return allNames(toks), nil
+		return newNames(toks), nil
 	}
 	return nil, nil
+}
+
+// newNames is the names an ALTER or RENAME statement may give tables:
+// those renamedTo reads, or every name it writes when it cannot read them.
+func newNames(toks []token) []Name {
+	if names, ok := renamedTo(toks); ok {
+		return names
+	}
+	return allNames(toks)
+}
+
+// atEnd reports whether toks end at i, or at a semicolon there.
+func atEnd(toks []token, i int) bool {
+	return i == len(toks) || i == len(toks)-1 && toks[i].text == ";"
 }
 
 // renamedTo reads the new names an ALTER TABLE or RENAME TABLE statement
@@ -212,7 +218,7 @@ func renameTableTo(toks []token) (names []Name, ok bool) {
 		switch {
 		case i < len(toks) && toks[i].text == ",":
 			i++
-		case i == len(toks) || i == len(toks)-1 && toks[i].text == ";":
+		case atEnd(toks, i):
 			return names, true
 		default:
 			return nil, false
@@ -382,7 +388,7 @@ func droppedNames(toks []token) ([]Name, bool) {
 		if i < len(toks) && (isWord(toks[i], "RESTRICT") || isWord(toks[i], "CASCADE")) {
 			i++
 		}
-		return names, i == len(toks) || i == len(toks)-1 && toks[i].text == ";"
+		return names, atEnd(toks, i)
 	}
 }
 
