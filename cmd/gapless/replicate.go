@@ -402,7 +402,7 @@ func printResult(res apply.Result, took time.Duration, verbose bool) {
 		fmt.Printf("the stop rolled back %d transactions of batches still executing; the next run applies them\n", res.RolledBack)
 	}
 	if verbose && res.Batches > 0 {
-		fmt.Printf("%d target transactions, %.1f source transactions each; %d ran ahead of what their batch waited for\n", res.Batches, float64(res.Applied)/float64(res.Batches), res.RanAhead)
+		fmt.Printf("%d target transactions, %.1f source transactions each; %d ran ahead of what their batch waited for (%d of them in part)\n", res.Batches, float64(res.Applied)/float64(res.Batches), res.RanAhead, res.RanAheadInPart)
 		fmt.Printf("worker time: %s\n", stateShares(res.StateTime))
 		if hint := dependencyHint(res.StateTime, float64(res.Applied)/float64(res.Batches)); hint != "" {
 			fmt.Println(hint)

@@ -32,6 +32,12 @@ type coordinator struct {
 	// wholeTables are what it said last of the tables statements name.
 	ws                        *schedule.Writeset
 	rowKeyTables, wholeTables uint64
+	// held, free and ordered are cut's rooms: the resources of a member's
+	// statements that wait, which of them do not, and its events in their
+	// new order.
+	held    []schedule.Taken
+	free    []bool
+	ordered []binlog.Event
 	// engines says which target tables are not transactional (see
 	// target.Engines).
 	engines *target.Engines
@@ -275,13 +281,21 @@ func queueDepth(batchMax int) int {
 }
 
 // newJob admits the batch's transactions, each at the next group index,
-// and makes their job: its dependencies outside the batch, and which of
-// its members may run ahead of them (aheadOf).
+// and makes their job: its dependencies outside the batch, and which
+// statements of each member may run ahead of them (cut).
 func (c *coordinator) newJob(batch []*binlog.Transaction) (*job, error) {
 	j := &job{gi: c.gi + 1, txns: batch, skip: len(batch) == 1 && c.skip[batch[0].MariaDB], alone: len(batch) > 1 && target.FollowsAlone(batch[0])}
-	// waits: the members that wait for a transaction still to commit
-	// before the batch, directly or through a member that does.
-	waits := make([]bool, len(batch))
+	// ahead: of each member, the events that wait for no transaction
+	// still to commit before the batch, directly or through a member
+	// whose events do not all run ahead.
+	ahead := make([]int, len(batch))
+	waits := func(d int64) bool {
+		if d >= j.gi {
+			m := d - j.gi
+			return ahead[m] < len(batch[m].Events)
+		}
+		return !c.r.clog.committed(d)
+	}
 	for i, member := range batch {
 		c.gi++
 		deps, err := admit(c.policy, c.gi, member)
@@ -289,17 +303,77 @@ func (c *coordinator) newJob(batch []*binlog.Transaction) (*job, error) {
 			return nil, fmt.Errorf("schedule %s: %w", member, err)
 		}
 		for _, d := range deps {
-			switch {
-			case d >= j.gi:
-				waits[i] = waits[i] || waits[d-j.gi]
-			default:
+			if d < j.gi {
 				j.deps = append(j.deps, d)
-				waits[i] = waits[i] || !c.r.clog.committed(d)
 			}
 		}
+		ahead[i] = len(member.Events)
+		if slices.ContainsFunc(deps, waits) {
+			ahead[i] = c.cut(member, waits)
+		}
 	}
-	j.ahead = aheadOf(waits)
+	j.ahead = aheadOf(ahead, batch)
 	return j, nil
+}
+
+// cut is how many of a member's events may run ahead, once they are put
+// first: its row statements that wait for nothing waits reports, nor meet
+// one before them in the member that does. It moves them, in their order,
+// before the statements that wait, in theirs, in the member's own Events: a
+// statement run before one it meets none of gives the same result (no row
+// key, table or foreign-key resource of theirs is one), and the target
+// holds the member's events in that order from here on, whether it runs
+// ahead or whole. A member of statements, or under a policy that does not
+// say what each statement waits for, is cut before its first event.
+func (c *coordinator) cut(member *binlog.Transaction, waits func(int64) bool) int {
+	if c.ws == nil || target.HasStatements(member) {
+		return 0
+	}
+	steps := c.ws.Steps()
+	if steps == nil || slices.ContainsFunc(steps.Deps[:steps.All], waits) {
+		return 0
+	}
+	statements := steps.Statements
+	held := c.held[:0] // the resources of the statements that wait
+	free := c.free[:0]
+	fromDeps, fromTaken, nFree := steps.All, 0, 0
+	for _, st := range statements {
+		its := steps.Taken[fromTaken:st.TakenEnd]
+		waiting := slices.ContainsFunc(steps.Deps[fromDeps:st.DepsEnd], waits) || schedule.Meets(its, held)
+		if waiting {
+			held = append(held, its...)
+		} else {
+			nFree++
+		}
+		free = append(free, !waiting)
+		fromDeps, fromTaken = st.DepsEnd, st.TakenEnd
+	}
+	c.held, c.free = held, free
+	if nFree == 0 || nFree == len(statements) {
+		// Nothing to run ahead; or nothing waits, which cannot be: a
+		// dependency that waits is some statement's.
+		return 0
+	}
+	// The events before the first statement (BEGIN) stay first, and
+	// those after the last (XID) last.
+	events := member.Events
+	ordered := append(c.ordered[:0], events[:statements[0].From]...)
+	n := 0
+	for pass := range 2 {
+		for k, st := range statements {
+			if free[k] == (pass == 0) {
+				ordered = append(ordered, events[st.From:st.To]...)
+			}
+		}
+		if pass == 0 {
+			n = len(ordered)
+		}
+	}
+	ordered = append(ordered, events[statements[len(statements)-1].To:]...)
+	copy(events, ordered)
+	clear(ordered) // the room keeps no events alive
+	c.ordered = ordered[:0]
+	return n
 }
 
 // admit asks the policy for a transaction's dependencies. A panic there is
@@ -314,26 +388,23 @@ func admit(policy schedule.Policy, gi int64, txn *binlog.Transaction) (deps sche
 	return policy.Admit(gi, txn)
 }
 
-// aheadOf marks the members of a batch that wait for nothing outside it,
-// nor for a member that does: they may run first, while what the batch
-// waits for executes (worker.runAhead). A policy lets two transactions
-// overlap only if either order gives the same result, so running them
-// before the members that wait, within the batch's one target
-// transaction, changes nothing of its result. It returns nil when all of
-// them or none wait.
-func aheadOf(waits []bool) []bool {
-	n := 0
-	for _, w := range waits {
-		if w {
-			n++
-		}
+// aheadOf is the job's ahead: of each member, how many of its first events
+// (whole statements, cut) may run first, in order, while what the batch
+// waits for executes (worker.runAhead); the rest runs once it has, in
+// order. A policy lets two transactions overlap only if either order gives
+// the same result, and a statement that runs ahead meets no statement
+// before it in its member that does not, and waits for no member whose
+// events do not all run ahead, so running it first, within the batch's one
+// target transaction, changes nothing of its result. It returns nil when
+// every member runs whole ahead (nothing waits) or none of it does.
+func aheadOf(ahead []int, batch []*binlog.Transaction) []int {
+	whole, none := true, true
+	for i, n := range ahead {
+		whole = whole && n == len(batch[i].Events)
+		none = none && n == 0
 	}
-	if n == 0 || n == len(waits) {
+	if whole || none {
 		return nil
-	}
-	ahead := make([]bool, len(waits))
-	for i, w := range waits {
-		ahead[i] = !w
 	}
 	return ahead
 }
@@ -492,6 +563,6 @@ func (c *coordinator) end() (Result, error) {
 	if c.received != nil {
 		<-c.recvErr
 	}
-	return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), RanAhead: r.ranAhead.Load(), StateTime: stateTime(c.workers), Reason: c.reason, Statements: maps.Clone(r.statements),
+	return Result{Position: r.currentPosition(), Applied: r.applied.Load(), Filtered: r.filtered.Load(), Batches: r.batches.Load(), RolledBack: r.rolledBack.Load(), RanAhead: r.ranAhead.Load(), RanAheadInPart: r.ranAheadInPart.Load(), StateTime: stateTime(c.workers), Reason: c.reason, Statements: maps.Clone(r.statements),
 		StatementRowKeys: r.obs.statementRowKeys.Load(), StatementWholeTables: r.obs.statementWholeTables.Load()}, c.runErr
 }

@@ -36,11 +36,13 @@ type job struct {
 	// (and, when the connection was lost, groups after it) may be on the
 	// target (single transactions only).
 	unsure bool
-	// ahead marks the transactions of a batch that wait for none of deps,
-	// directly or through a transaction of the batch that does: they may
-	// run before the others, while deps execute (worker.runAhead). Nil when
-	// every transaction or none waits.
-	ahead []bool
+	// ahead is, of each transaction of a batch, how many of its first
+	// events (whole statements, put first by coordinator.cut) wait for
+	// none of deps, directly or through a transaction of the batch or a
+	// statement before them that does: they may run before the rest, while
+	// deps execute (worker.runAhead). Nil when nothing waits or all of it
+	// does (aheadOf).
+	ahead []int
 }
 
 func (j *job) last() int64 { return j.gi + int64(len(j.txns)) - 1 }
@@ -585,18 +587,21 @@ func (r *jobRun) interruptedKeepingTemporary() (next, error) {
 	return tryAgain, nil
 }
 
-// runAhead begins a job with its transactions that share no row with a
-// transaction still to commit before them (job.ahead), while those run,
-// and reports whether they executed. Whatever goes wrong, the job then
-// runs whole, as any other, once its dependencies have executed: an error
-// it meets again is reported from there.
+// runAhead begins a job with the statements of its transactions that share
+// no row with a transaction still to commit before them (job.ahead), while
+// those run, and reports whether they executed. Whatever goes wrong, the
+// job then runs whole, as any other, once its dependencies have executed:
+// an error it meets again is reported from there.
 func (w *worker) runAhead(ctx context.Context, j *job) bool {
 	w.setState(StateApplying, j)
 	err := w.session.ExecuteAhead(ctx, j.txns, j.ahead, w.checkpointStatement(j))
 	if err == nil {
-		for _, a := range j.ahead {
-			if a {
+		for i, n := range j.ahead {
+			if n > 0 {
 				w.replica.ranAhead.Add(1)
+			}
+			if n > 0 && n < len(j.txns[i].Events) {
+				w.replica.ranAheadInPart.Add(1)
 			}
 		}
 		return true

@@ -128,9 +128,10 @@ type Result struct {
 	// RolledBack counts the transactions of batches a stop rolled back
 	// (they were executing still; the next run applies them).
 	RolledBack int64
-	// RanAhead counts the transactions that executed before their batch's
-	// dependencies had (worker.runAhead).
-	RanAhead int64
+	// RanAhead counts the transactions that executed, whole or some of
+	// their statements, before their batch's dependencies had
+	// (worker.runAhead); RanAheadInPart those of them that ran only some.
+	RanAhead, RanAheadInPart int64
 	// StateTime is the time all workers spent in each state, summed.
 	StateTime map[WorkerState]time.Duration
 	Reason    string // "until reached", "stopped"
@@ -199,6 +200,9 @@ type Replica struct {
 	rolledBack atomic.Int64
 	// ranAhead counts the transactions run ahead of their batch's dependencies.
 	ranAhead atomic.Int64
+	// ranAheadInPart counts those of them that ran only some of their
+	// statements ahead.
+	ranAheadInPart atomic.Int64
 	// statements counts the statement transactions each worker slot
 	// committed (the coordinator's alone).
 	statements map[int]int64

@@ -103,7 +103,67 @@ type Writeset struct {
 	// after each of which the catalog reads its tables again.
 	tables     map[*replication.TableMapEvent]*mappedTable
 	generation uint64
+	// The statements of the row transaction Admit took last, what each
+	// added to its dependencies, and the resources each took (Statements).
+	steps Steps
 }
+
+// Steps are the statements of a row transaction, what each waits for and
+// what each takes: statement k is Events[Statements[k].From:Statements[k].To]
+// (the events before the first, BEGIN, and after the last, XID, are
+// none's), waits for Deps[:All] (a barrier's, every statement's) and for
+// Deps[Statements[k-1].DepsEnd:Statements[k].DepsEnd] (from All for the
+// first), and takes Taken[Statements[k-1].TakenEnd:Statements[k].TakenEnd].
+// A resource the transaction took before adds nothing to Deps again, but is
+// listed in Taken again: a statement that meets one before it (Meets)
+// waits for what that one waits for. Deps are not sorted.
+type Steps struct {
+	Deps       Deps
+	All        int
+	Taken      []Taken
+	Statements []Statement
+}
+
+// Statement is one statement of a row transaction (Steps).
+type Statement struct {
+	From, To          int
+	DepsEnd, TakenEnd int
+}
+
+// Taken is a resource a statement takes, and whether exclusively. Two
+// statements whose resources meet (the same one, either exclusively) must
+// run in their order.
+type Taken struct {
+	Resource  uint64
+	Exclusive bool
+}
+
+// Meets reports whether a resource of a meets one of b.
+func Meets(a, b []Taken) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.Resource == y.Resource && (x.Exclusive || y.Exclusive) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// take records that the statement at hand takes r, and takes it in the
+// ledger.
+func (p *Writeset) take(gi int64, r uint64, exclusive bool, deps Deps) Deps {
+	if len(p.steps.Taken) <= maxStepsTaken {
+		p.steps.Taken = append(p.steps.Taken, Taken{r, exclusive})
+	}
+	return p.ledger.take(gi, r, exclusive, deps)
+}
+
+// maxStepsTaken bounds the resources Steps lists for one transaction: a
+// larger one has no Steps (it runs ahead whole or not at all), so that
+// telling its statements apart (Meets, over the statements that wait)
+// costs little and keeps little.
+const maxStepsTaken = 512
 
 func NewWriteset(c Catalog) *Writeset { return &Writeset{catalog: c, ledger: newLedger()} }
 
@@ -119,6 +179,7 @@ var fkResource = nameHash("foreign-keys")
 
 func (p *Writeset) Admit(gi int64, txn *binlog.Transaction) (Deps, error) {
 	p.barrier = isBarrier(txn)
+	p.steps.Statements = p.steps.Statements[:0]
 	deps := p.ledger.admit(gi, p.barrier, nil)
 	if p.barrier {
 		p.catalog.Invalidate()
@@ -130,14 +191,43 @@ func (p *Writeset) Admit(gi int64, txn *binlog.Transaction) (Deps, error) {
 		return tidy(deps), err
 	}
 	var err error
+	p.steps.Taken, p.steps.All = p.steps.Taken[:0], len(deps)
+	from := 0 // the first statement begins after BEGIN
+	for from < len(txn.Events) {
+		if _, ok := txn.Events[from].Data.(*replication.QueryEvent); !ok {
+			break
+		}
+		from++
+	}
 	for i := range txn.Events {
-		if _, ok := txn.Events[i].Data.(*replication.RowsEvent); ok {
+		if ev, ok := txn.Events[i].Data.(*replication.RowsEvent); ok {
 			if deps, err = p.rowKeys(gi, &txn.Events[i], txn.OpaqueRows, deps); err != nil {
 				return nil, err
 			}
+			if ev.Flags&replication.RowsEventStmtEndFlag != 0 {
+				p.steps.Statements = append(p.steps.Statements, Statement{From: from, To: i + 1, DepsEnd: len(deps), TakenEnd: len(p.steps.Taken)})
+				from = i + 1
+			}
 		}
 	}
+	if n := len(p.steps.Statements); n > 0 && (len(deps) > p.steps.Statements[n-1].DepsEnd || len(p.steps.Taken) > p.steps.Statements[n-1].TakenEnd) || len(p.steps.Taken) > maxStepsTaken {
+		// Row events after the last statement's end (the group is not
+		// whole), or too many resources: its statements are not told
+		// apart.
+		p.steps.Statements = p.steps.Statements[:0]
+	}
+	p.steps.Deps = append(p.steps.Deps[:0], deps...)
 	return tidy(deps), nil
+}
+
+// Steps are the statements of the row transaction Admit took last; nil for
+// a transaction of statements or a barrier, and valid until the next
+// Admit.
+func (p *Writeset) Steps() *Steps {
+	if len(p.steps.Statements) == 0 {
+		return nil
+	}
+	return &p.steps
 }
 
 // tableResource is a whole table. Names are folded: a statement may spell
@@ -162,12 +252,12 @@ func (p *Writeset) rowKeys(gi int64, event *binlog.Event, opaque bool, deps Deps
 	schema, table, info, hashes := t.schema, t.table, t.info, t.hashes
 	tableRes := hashes.table
 	if info != nil && info.ForeignKeys {
-		deps = p.ledger.take(gi, fkResource, true, deps)
+		deps = p.take(gi, fkResource, true, deps)
 	}
 	if info == nil || len(info.Keys) == 0 || opaque {
-		return p.ledger.take(gi, tableRes, true, deps), nil
+		return p.take(gi, tableRes, true, deps), nil
 	}
-	deps = p.ledger.take(gi, tableRes, false, deps)
+	deps = p.take(gi, tableRes, false, deps)
 	p.prefixes = append(p.prefixes[:0], hashes.prefixes...)
 	if event.RowsPending() {
 		if deps, ok := p.imageKeys(gi, event, info, schema, table, tableRes, deps); ok {
@@ -176,7 +266,7 @@ func (p *Writeset) rowKeys(gi int64, event *binlog.Event, opaque bool, deps Deps
 		if event.DecodeRows() != nil {
 			// Cannot be: the relay reader walked the images. Their keys
 			// unknown, the table is taken whole.
-			return p.ledger.take(gi, tableRes, true, deps), nil
+			return p.take(gi, tableRes, true, deps), nil
 		}
 	}
 	for i, row := range ev.Rows {
@@ -191,9 +281,9 @@ func (p *Writeset) rowKeys(gi int64, event *binlog.Event, opaque bool, deps Deps
 			}
 			if state == keyMissing {
 				p.warnOnce(fmt.Sprintf("%s.%s: a row image lacks key columns (is binlog_row_image FULL on the source?); such tables are applied one transaction at a time", schema, table))
-				return p.ledger.take(gi, tableRes, true, deps), nil
+				return p.take(gi, tableRes, true, deps), nil
 			}
-			deps = p.ledger.take(gi, h, true, deps)
+			deps = p.take(gi, h, true, deps)
 			p.keysSeen++
 		}
 	}
@@ -229,14 +319,14 @@ func (p *Writeset) imageKeys(gi int64, event *binlog.Event, info *TableInfo, sch
 				missing = true
 				return false
 			}
-			deps = p.ledger.take(gi, h, true, deps)
+			deps = p.take(gi, h, true, deps)
 			p.keysSeen++
 		}
 		return true
 	})
 	if ok && missing {
 		p.warnOnce(fmt.Sprintf("%s.%s: a row image lacks key columns (is binlog_row_image FULL on the source?); such tables are applied one transaction at a time", schema, table))
-		return p.ledger.take(gi, tableRes, true, deps), true
+		return p.take(gi, tableRes, true, deps), true
 	}
 	return deps, ok
 }

@@ -6,7 +6,15 @@
 // DDL and statements as barriers that drop what the catalog knows.
 package schedule
 
-import "testing"
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"gapless/internal/binlog"
+)
 
 func testCatalog() *fakeCatalog {
 	bin := key("PRIMARY", 0)
@@ -244,5 +252,68 @@ func TestFoldString(t *testing.T) {
 		if foldString(c.a) != foldString(c.b) {
 			t.Errorf("foldString(%q) = %q, foldString(%q) = %q: want equal", c.a, foldString(c.a), c.b, foldString(c.b))
 		}
+	}
+}
+
+// TestWritesetSteps checks what Steps says of a row transaction: each
+// statement's events, the dependencies it added, and the resources it took,
+// a resource taken a second time listed again but adding no dependency.
+func TestWritesetSteps(t *testing.T) {
+	end := func(ev binlog.Event) binlog.Event {
+		ev.Data.(*replication.RowsEvent).Flags |= replication.RowsEventStmtEndFlag
+		return ev
+	}
+	p := NewWriteset(testCatalog())
+	mustAdmit := func(gi int64, txn *binlog.Transaction) Deps {
+		t.Helper()
+		deps, err := p.Admit(gi, txn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return deps
+	}
+	mustAdmit(1, dml(end(rows("db", "t", row(1, "a")))))
+	mustAdmit(2, dml(end(rows("db", "t", row(2, "b")))))
+	// events: BEGIN | row 5, row 1 | row 6 | row 1 again, row 2 | COMMIT
+	txn := dml(rows("db", "t", row(5, "e")), end(rows("db", "t", row(1, "a"))),
+		end(rows("db", "t2", row(6, "f"))),
+		rows("db", "t", row(1, "a")), end(rows("db", "t", row(2, "b"))))
+	if deps := mustAdmit(3, txn); !slices.Equal(deps, Deps{1, 2}) {
+		t.Fatalf("Admit = %v, want [1 2]", deps)
+	}
+	steps := p.Steps()
+	if steps == nil {
+		t.Fatal("no steps for a row transaction")
+	}
+	var got []string
+	fromDeps, fromTaken := steps.All, 0
+	for _, st := range steps.Statements {
+		added := tidy(slices.Clone(steps.Deps[fromDeps:st.DepsEnd])) // a row's two keys may name one holder twice
+		got = append(got, fmt.Sprintf("%d-%d:%v:%d", st.From, st.To, []int64(added), st.TakenEnd-fromTaken))
+		fromDeps, fromTaken = st.DepsEnd, st.TakenEnd
+	}
+	// each row takes its table shared and its two keys
+	want := []string{"1-3:[1]:6", "3-4:[]:3", "4-6:[2]:6"}
+	if !slices.Equal(got, want) || steps.All != 0 {
+		t.Errorf("statements (events:dependencies added:resources taken) = %v (after %d for all), want %v", got, steps.All, want)
+	}
+	third := steps.Taken[steps.Statements[1].TakenEnd:steps.Statements[2].TakenEnd]
+	if !Meets(third, steps.Taken[:steps.Statements[0].TakenEnd]) || Meets(third, steps.Taken[steps.Statements[0].TakenEnd:steps.Statements[1].TakenEnd]) {
+		t.Error("the third statement's rows meet the first's (row 1), and not the second's")
+	}
+
+	mustAdmit(4, ddl("CREATE TABLE db.x (a INT)"))
+	if steps := p.Steps(); steps != nil {
+		t.Errorf("after a barrier, Steps = %+v; want nil", steps)
+	}
+
+	// A transaction of more resources than maxStepsTaken has none.
+	var many [][]any
+	for i := range maxStepsTaken {
+		many = append(many, row(1000+i, fmt.Sprint(i)))
+	}
+	mustAdmit(5, dml(end(rows("db", "t", row(7, "g"))), end(rows("db", "t", many...))))
+	if steps := p.Steps(); steps != nil {
+		t.Errorf("a transaction of %d resources has %d steps, want none", len(steps.Taken), len(steps.Statements))
 	}
 }

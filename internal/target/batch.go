@@ -91,9 +91,10 @@ func containsFold(text []byte, word string) bool {
 // statements; a transaction of statements runs them under their session
 // state, as it would alone.
 //
-// With ahead (ExecuteAhead), the transactions it marks run first and the
-// others after aheadMark, each part in source order.
-func (s *Session) batchScript(txns []*binlog.Transaction, ahead []bool, checkpoint string) (body, tail []string, err error) {
+// With ahead (ExecuteAhead), the first ahead[i] events of each transaction
+// (whole statements; all or none of a transaction of statements) run
+// first, and the rest after aheadMark, each part in source order.
+func (s *Session) batchScript(txns []*binlog.Transaction, ahead []int, checkpoint string) (body, tail []string, err error) {
 	last := txns[len(txns)-1]
 	if s.opts.KeepGTID {
 		body = append(body, gtidStatements(last.MariaDB)...)
@@ -102,44 +103,51 @@ func (s *Session) batchScript(txns []*binlog.Transaction, ahead []bool, checkpoi
 	blocksFrom, statements := len(body), false
 	mode, known := s.sqlMode()
 	rows := s.rowBatcher()
-	run, split := txns, -1
-	if ahead != nil {
-		run = make([]*binlog.Transaction, 0, len(txns))
-		for i, txn := range txns {
-			if ahead[i] {
-				run = append(run, txn)
-			}
-		}
-		split = len(run)
-		for i, txn := range txns {
-			if !ahead[i] {
-				run = append(run, txn)
-			}
-		}
-	}
-	for i, txn := range run {
-		if i == split {
-			body = rows.flush(body)
-			body = append(body, aheadMark)
-		}
+	add := func(txn *binlog.Transaction, events []binlog.Event) error {
 		if !Batchable(txn) {
-			return nil, nil, fmt.Errorf("%s cannot be applied in a batch", txn)
+			return fmt.Errorf("%s cannot be applied in a batch", txn)
 		}
 		if HasStatements(txn) {
+			if len(events) != len(txn.Events) {
+				return fmt.Errorf("a gapless bug: %s holds statements, and only some of its events were to run ahead", txn)
+			}
 			statements = true
 			body = rows.flush(body)
 			var own []string // its COMMIT: the batch has one of its own
-			if body, _, err = s.events(txn, body, &own, true, func() {}); err != nil {
-				return nil, nil, err
-			}
-			continue
+			body, _, err = s.events(txn, body, &own, true, func() {})
+			return err
 		}
-		for _, ev := range txn.Events {
+		for _, ev := range events {
 			switch e := ev.Data.(type) {
 			case *replication.TableMapEvent:
 				body = rows.addTableMap(body, ev.Raw)
 			case *replication.RowsEvent:
 				body = rows.addRows(body, ev.Raw, e.Flags&replication.RowsEventStmtEndFlag != 0)
+			}
+		}
+		return nil
+	}
+	for i, txn := range txns {
+		events := txn.Events
+		if ahead != nil {
+			events = events[:ahead[i]]
+		}
+		if len(events) == 0 {
+			continue
+		}
+		if err := add(txn, events); err != nil {
+			return nil, nil, err
+		}
+	}
+	if ahead != nil {
+		body = rows.flush(body)
+		body = append(body, aheadMark)
+		for i, txn := range txns {
+			if ahead[i] == len(txn.Events) {
+				continue
+			}
+			if err := add(txn, txn.Events[ahead[i]:]); err != nil {
+				return nil, nil, err
 			}
 		}
 	}

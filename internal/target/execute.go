@@ -35,12 +35,13 @@ func (s *Session) Execute(ctx context.Context, txns []*binlog.Transaction, check
 }
 
 // ExecuteAhead begins a batch of Batchable transactions (in source order)
-// and runs, of its transactions, only those ahead marks, in their order;
-// Continue runs the others, in theirs, and commits. The batch runs on the
-// target in that order, which changes nothing of its result when no
-// transaction marked ahead shares a row with one before it that is not
-// (Split). The target transaction stays open, its locks held.
-func (s *Session) ExecuteAhead(ctx context.Context, txns []*binlog.Transaction, ahead []bool, checkpoint string) error {
+// and runs, of each transaction, only its first ahead[i] events (whole
+// statements), in their order; Continue runs the rest, in theirs, and
+// commits. The batch runs on the target in that order, which changes
+// nothing of its result when nothing run ahead shares a row with what runs
+// after it and came before it (apply's aheadOf). The target transaction
+// stays open, its locks held.
+func (s *Session) ExecuteAhead(ctx context.Context, txns []*binlog.Transaction, ahead []int, checkpoint string) error {
 	return s.execute(txns, ahead, checkpoint, false)
 }
 
@@ -71,7 +72,7 @@ func (s *Session) Continue(ctx context.Context, commit bool) error {
 // it. Its steps: the connection the job runs on, its script, where the
 // position and the commit go, the round trips, then what an XA PREPARE
 // leaves to do.
-func (s *Session) execute(txns []*binlog.Transaction, ahead []bool, checkpoint string, commit bool) error {
+func (s *Session) execute(txns []*binlog.Transaction, ahead []int, checkpoint string, commit bool) error {
 	first, last := txns[0], txns[len(txns)-1]
 	s.loads = nil
 	resumed, err := s.toConnection(txns)
@@ -159,7 +160,7 @@ func (s *Session) formatFirst(first *binlog.Transaction) ([]string, error) {
 
 // jobScript is the script of a job: of its one group, or of its batch,
 // made while it waited (prepare.go) or now.
-func (s *Session) jobScript(txns []*binlog.Transaction, ahead []bool, checkpoint string) (body, tail []string, err error) {
+func (s *Session) jobScript(txns []*binlog.Transaction, ahead []int, checkpoint string) (body, tail []string, err error) {
 	if len(txns) == 1 {
 		return s.script(txns[0], checkpoint)
 	}
@@ -218,7 +219,7 @@ func (s *Session) placeTail(script, tail []string, first *binlog.Transaction, co
 // failed ends a job whose script failed: it rolls back, and runs the job
 // again whole when its first part could not go to gapless's own domain;
 // otherwise it returns the error, with what the user can do about it.
-func (s *Session) failed(err error, txns []*binlog.Transaction, ahead []bool, checkpoint string, commit bool, script []string, formatSent, xaPrepare bool) error {
+func (s *Session) failed(err error, txns []*binlog.Transaction, ahead []int, checkpoint string, commit bool, script []string, formatSent, xaPrepare bool) error {
 	last := txns[len(txns)-1]
 	if xaPrepare {
 		s.endUnprepared(txns[0], script)

@@ -30,7 +30,7 @@ const aheadMark = "-- ahead"
 // after it.
 type preparedBatch struct {
 	txns         []*binlog.Transaction
-	ahead        []bool
+	ahead        []int
 	body, tail   []string
 	checkpointAt int // the index of checkpointSlot in body
 	before       sessionState
@@ -68,7 +68,7 @@ func (s *Session) restore(st sessionState) {
 // session is to run next, and keeps it for Apply or Execute, or, with
 // ahead, for ExecuteAhead. A single transaction is left to them: its script
 // depends on what the target holds.
-func (s *Session) Prepare(txns []*binlog.Transaction, ahead []bool) {
+func (s *Session) Prepare(txns []*binlog.Transaction, ahead []int) {
 	s.prepared = nil
 	if len(txns) < 2 || len(s.parked) > 0 {
 		return
@@ -96,7 +96,7 @@ func (s *Session) Prepare(txns []*binlog.Transaction, ahead []bool) {
 // takePrepared returns the script Prepare made for txns, with the session
 // moved to the state after it, or nil when there is none or the session no
 // longer holds the state it was made from.
-func (s *Session) takePrepared(txns []*binlog.Transaction, ahead []bool) *preparedBatch {
+func (s *Session) takePrepared(txns []*binlog.Transaction, ahead []int) *preparedBatch {
 	p := s.prepared
 	s.prepared = nil
 	if p == nil || len(p.txns) != len(txns) || &p.txns[0] != &txns[0] || !slices.Equal(p.ahead, ahead) || s.sessionState() != p.before {

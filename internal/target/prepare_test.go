@@ -1,6 +1,7 @@
 package target
 
 import (
+	"encoding/base64"
 	"reflect"
 	"slices"
 	"strings"
@@ -101,7 +102,7 @@ func TestBatchBegunAhead(t *testing.T) {
 	for i, txn := range txns {
 		txn.MariaDB.Domain, txn.MariaDB.Server, txn.MariaDB.Seq = 0, 1, uint64(10+i)
 	}
-	ahead := []bool{false, true, false, true}
+	ahead := []int{0, len(txns[1].Events), 0, len(txns[3].Events)}
 	s := &Session{maxStatement: 1 << 20, opts: Options{KeepGTID: true}}
 	body, _, err := s.batchScript(txns, ahead, "CHECKPOINT")
 	if err != nil {
@@ -143,5 +144,50 @@ func TestBatchBegunAhead(t *testing.T) {
 	s.Prepare(txns, ahead)
 	if p := s.takePrepared(txns, ahead); p == nil || !slices.Contains(p.body, aheadMark) {
 		t.Error("the script prepared with transactions ahead was not taken, or has no mark")
+	}
+}
+
+// TestBatchBegunAheadInPart checks a batch whose transactions run their
+// first statements ahead: the events before the mark are each
+// transaction's first ahead[i], in source order, and those after it the
+// rest, in source order, each statement's table map with its rows.
+func TestBatchBegunAheadInPart(t *testing.T) {
+	// A transaction of statements, each a table map and one row event
+	// whose bytes name it.
+	txn := func(names ...string) *binlog.Transaction {
+		events := []binlog.Event{{Data: &replication.QueryEvent{Query: []byte("BEGIN")}}}
+		for _, n := range names {
+			events = append(events,
+				binlog.Event{Data: &replication.TableMapEvent{}, Raw: []byte("map" + n + ";")},
+				binlog.Event{Data: &replication.RowsEvent{Flags: replication.RowsEventStmtEndFlag}, Raw: []byte("rows" + n + ";")})
+		}
+		events = append(events, binlog.Event{Data: &replication.XIDEvent{}})
+		return &binlog.Transaction{Flavor: binlog.FlavorMariaDB, Flags: binlog.FlagTransactional | binlog.FlagAllowParallel, Events: events}
+	}
+	txns := []*binlog.Transaction{txn("a1", "a2", "a3"), txn("b1"), txn("c1", "c2"), txn("d1")}
+	ahead := []int{3, len(txns[1].Events), 1, 0} // a1; b1 whole; nothing of c and d
+	s := &Session{maxStatement: 1 << 20}
+	body, _, err := s.batchScript(txns, ahead, "CHECKPOINT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	part := ""
+	for _, stmt := range body {
+		switch {
+		case stmt == aheadMark:
+			parts, part = append(parts, part), ""
+		case strings.HasPrefix(stmt, "BINLOG '"):
+			raw, err := base64.StdEncoding.DecodeString(strings.TrimSuffix(strings.TrimPrefix(stmt, "BINLOG '"), "'"))
+			if err != nil {
+				t.Fatalf("%q: %v", stmt, err)
+			}
+			part += string(raw)
+		}
+	}
+	parts = append(parts, part)
+	want := []string{"mapa1;rowsa1;mapb1;rowsb1;", "mapa2;rowsa2;mapa3;rowsa3;mapc1;rowsc1;mapc2;rowsc2;mapd1;rowsd1;"}
+	if !slices.Equal(parts, want) {
+		t.Errorf("the events before and after the mark are\n%q\nwant\n%q", parts, want)
 	}
 }
