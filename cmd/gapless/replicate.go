@@ -472,9 +472,13 @@ func dependencyHint(spent map[apply.WorkerState]time.Duration, perBatch float64)
 	if total <= 0 || float64(waiting) < 0.6*float64(total) {
 		return ""
 	}
-	return fmt.Sprintf("the workers spent %.0f%% of their time waiting for earlier transactions: each batch (%.1f transactions on average) "+
-		"depended on one before it (rows or tables they share, or a DDL), so the target applied about one batch at a time; "+
-		"gapless analyze over the same binlog says what they share", 100*float64(waiting)/float64(total), perBatch)
+	ahead := ""
+	if spent[apply.StateAhead] > 0 {
+		ahead = fmt.Sprintf(" (%.0f%% with the statements that waited for nothing run ahead already)", 100*float64(spent[apply.StateAhead])/float64(total))
+	}
+	return fmt.Sprintf("the workers spent %.0f%% of their time waiting for earlier transactions%s: each batch (%.1f transactions on average) "+
+		"depended on one before it (rows or tables they share, or a DDL), so the target applied their statements that wait about one batch at a time; "+
+		"gapless analyze over the same binlog says what they share", 100*float64(waiting)/float64(total), ahead, perBatch)
 }
 
 // stateShares says what share of the workers' time each state took, in

@@ -176,15 +176,66 @@ func (r *policyRun) member(b *simBatch, t *txnInfo, deps schedule.Deps) []simMem
 	}
 	m := &members[len(members)-1]
 	m.exec = t.execCost - r.txnCost // the batch's own cost goes with the part run ahead
-	m.outside, m.inside = m.outside[:0], m.inside[:0]
+	m.outside, m.inside = split(b.first, deps, m.outside[:0], m.inside[:0])
+	m.statements = r.statements(b, t, m.statements[:0])
+	return members
+}
+
+// split divides deps into those before first, outside the batch, and
+// those inside, by member index.
+func split(first int64, deps schedule.Deps, outside []int64, inside []int32) ([]int64, []int32) {
 	for _, d := range deps {
-		if d < b.first {
-			m.outside = append(m.outside, d)
+		if d < first {
+			outside = append(outside, d)
 		} else {
-			m.inside = append(m.inside, int32(d-b.first))
+			inside = append(inside, int32(d-first))
 		}
 	}
-	return members
+	return outside, inside
+}
+
+// statements are the row statements of t, the transaction the policy took
+// last, as the coordinator's cut tells them apart (schedule.Steps), each
+// with its share of t's bytes; nil when the policy does not tell them
+// apart, or t holds statements.
+func (r *policyRun) statements(b *simBatch, t *txnInfo, room []simStatement) []simStatement {
+	ws, ok := r.policy.(*schedule.Writeset)
+	if !ok || target.HasStatements(t.txn) {
+		return nil
+	}
+	steps := ws.Steps()
+	if steps == nil {
+		return nil
+	}
+	all := steps.Deps[:steps.All]
+	sts := room
+	bytes := 0
+	fromDeps, fromTaken := steps.All, 0
+	for _, st := range steps.Statements {
+		if len(sts) < cap(sts) {
+			sts = sts[:len(sts)+1]
+		} else {
+			sts = append(sts, simStatement{})
+		}
+		s := &sts[len(sts)-1]
+		s.outside, s.inside = split(b.first, all, s.outside[:0], s.inside[:0])
+		s.outside, s.inside = split(b.first, steps.Deps[fromDeps:st.DepsEnd], s.outside, s.inside)
+		s.taken = append(s.taken[:0], steps.Taken[fromTaken:st.TakenEnd]...)
+		s.share = 0
+		for _, ev := range t.txn.Events[st.From:st.To] {
+			s.share += float64(len(ev.Raw))
+		}
+		bytes += int(s.share)
+		fromDeps, fromTaken = st.DepsEnd, st.TakenEnd
+	}
+	for i := range sts {
+		if bytes > 0 {
+			sts[i].share /= float64(bytes)
+		} else {
+			sts[i].share = 1 / float64(len(sts))
+		}
+	}
+	return sts
 }
 
 // closeBatch runs the open batch through every simulation.

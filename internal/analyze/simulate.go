@@ -17,8 +17,11 @@
 //     cost: one per-transaction cost for the batch, plus its members' rows
 //     and bytes; except that, as the workers run them ahead, the members
 //     that wait for nothing uncommitted when the batch is dispatched
-//     (directly or through a member that does) execute from its dispatch,
-//     and the others after them and their dependencies;
+//     (directly or through a member that does), and the row statements of
+//     the others that wait for nothing either (nor meet one before them in
+//     their member that does), execute from its dispatch, and the rest
+//     after them and their dependencies, a statement's share of its
+//     member's cost its share of the member's bytes;
 //   - strict commit order: a batch's COMMIT starts once it has executed and
 //     the previous batch's COMMIT has returned, and takes the commit cost;
 //   - the target works on at most Capacity batches at full speed at once
@@ -39,6 +42,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"gapless/internal/schedule"
 )
 
 // CostModel is the modelled cost of applying a transaction on the target.
@@ -150,6 +155,19 @@ type simMember struct {
 	exec    float64 // µs
 	outside []int64
 	inside  []int32 // indexes of earlier members
+	// statements are its row statements, when the policy tells them
+	// apart (schedule.Steps): each may run ahead of the others.
+	statements []simStatement
+}
+
+// simStatement is a row statement of a member: its share of the member's
+// execution, what it waits for, and the resources it takes (a statement
+// that meets one before it that waits, waits too).
+type simStatement struct {
+	share   float64
+	outside []int64
+	inside  []int32
+	taken   []schedule.Taken
 }
 
 // simulator is one (policy, workers) replay.
@@ -163,10 +181,11 @@ type simulator struct {
 	lastCommit   float64
 	barrierUntil float64
 	target       capacityProfile
-	serial       float64 // sum of all costs: the one-worker makespan
-	turnWait     float64 // worker time spent executed but waiting for the commit turn
-	depWait      float64 // worker time spent waiting for dependencies
-	waits        []bool  // waitingWork's, by member
+	serial       float64          // sum of all costs: the one-worker makespan
+	turnWait     float64          // worker time spent executed but waiting for the commit turn
+	depWait      float64          // worker time spent waiting for dependencies
+	waits        []bool           // waitingWork's, by member
+	held         []schedule.Taken // waitingStatements's: the resources of the statements that wait
 
 	// blame follows who holds the commit line (reference simulator only).
 	blame *blameTracker
@@ -224,31 +243,65 @@ func (s *simulator) step(b *simBatch) {
 	s.serial += b.exec + b.commit
 }
 
-// waitingWork is the execution of the batch's members that wait, when it
-// is dispatched at dispatch, for a transaction still to commit, directly
-// or through a member that does; split is false when none or all of them
-// wait, and the batch runs whole (worker.runAhead).
+// waitingWork is the execution of the batch's statements that wait, when
+// it is dispatched at dispatch, for a transaction still to commit, for a
+// member that does not run whole ahead, or for a statement before them in
+// their member that waits (coordinator.cut); split is false when none or
+// all of it waits, and the batch runs whole (worker.runAhead).
 func (s *simulator) waitingWork(b *simBatch, dispatch float64) (work float64, split bool) {
-	if len(b.members) < 2 {
+	if len(b.members) < 2 && (len(b.members) == 0 || b.members[0].statements == nil) {
 		return 0, false
 	}
 	s.waits = s.waits[:0]
-	waiting := 0
+	anyWaits, anyAhead := false, false
 	for _, m := range b.members {
-		w := false
-		for _, d := range m.outside {
-			w = w || (b.first-d < s.ring && s.commitEnd[d%s.ring] > dispatch)
-		}
-		for _, i := range m.inside {
-			w = w || s.waits[i]
-		}
-		s.waits = append(s.waits, w)
-		if w {
+		waits := s.waitsFor(b, m.outside, m.inside, dispatch)
+		switch {
+		case waits && m.statements != nil:
+			share, n := s.waitingStatements(b, m.statements, dispatch)
+			work += m.exec * share
+			waits = n > 0
+			anyAhead = anyAhead || n < len(m.statements)
+		case waits:
 			work += m.exec
-			waiting++
+		default:
+			anyAhead = true
+		}
+		s.waits = append(s.waits, waits)
+		anyWaits = anyWaits || waits
+	}
+	return work, anyWaits && anyAhead
+}
+
+// waitsFor reports whether something waits for one of outside, still to
+// commit at dispatch, or of inside, a member that does not run whole ahead.
+func (s *simulator) waitsFor(b *simBatch, outside []int64, inside []int32, dispatch float64) bool {
+	for _, d := range outside {
+		if b.first-d < s.ring && s.commitEnd[d%s.ring] > dispatch {
+			return true
 		}
 	}
-	return work, waiting > 0 && waiting < len(b.members)
+	for _, i := range inside {
+		if s.waits[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// waitingStatements is how many of a member's statements wait, and the
+// share of its execution they make.
+func (s *simulator) waitingStatements(b *simBatch, statements []simStatement, dispatch float64) (share float64, n int) {
+	held := s.held[:0]
+	for _, st := range statements {
+		if s.waitsFor(b, st.outside, st.inside, dispatch) || schedule.Meets(st.taken, held) {
+			held = append(held, st.taken...)
+			share += st.share
+			n++
+		}
+	}
+	s.held = held
+	return share, n
 }
 
 // speedup is serial apply time over the simulated makespan.

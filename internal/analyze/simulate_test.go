@@ -39,6 +39,9 @@ type synthetic struct {
 	// nonTransactional: the source did not flag it transactional (a MyISAM
 	// write), so it applies alone, in a run with the like of it.
 	nonTransactional bool
+	// statements writes each id in a statement of its own (a table map and
+	// a row event that ends the statement), as the server logs them.
+	statements bool
 }
 
 func tableMap(schema, table string) *replication.TableMapEvent {
@@ -78,6 +81,16 @@ func (s synthetic) txn(seq uint64) *txnInfo {
 		return t
 	}
 	tm := tableMap(s.schema, s.table)
+	if s.statements {
+		t.addEvent(&replication.BinlogEvent{Header: &replication.EventHeader{}, Event: &replication.QueryEvent{Query: []byte("BEGIN")}}, nil)
+		for _, id := range s.ids {
+			rows := &replication.RowsEvent{Table: tm, ColumnCount: 2, ColumnBitmap1: []byte{3}, Flags: replication.RowsEventStmtEndFlag, Rows: [][]any{{id, "v"}}}
+			t.addEvent(&replication.BinlogEvent{Header: &replication.EventHeader{}, Event: tm}, make([]byte, 40))
+			t.addEvent(&replication.BinlogEvent{Header: &replication.EventHeader{}, Event: rows}, make([]byte, 60))
+		}
+		t.addEvent(&replication.BinlogEvent{Header: &replication.EventHeader{}, Event: &replication.XIDEvent{}}, nil)
+		return t
+	}
 	t.addEvent(&replication.BinlogEvent{Header: &replication.EventHeader{}, Event: tm}, nil)
 	rows := &replication.RowsEvent{Table: tm, ColumnCount: 2, ColumnBitmap1: []byte{3}}
 	for _, id := range s.ids {
