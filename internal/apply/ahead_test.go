@@ -70,9 +70,18 @@ func TestNewJobRunsAheadTheStatementsThatWaitForNothing(t *testing.T) {
 		t.Errorf("the job waits for %v, want [1]", j.deps)
 	}
 
+	// A job of one transaction runs whole, its events in their order.
+	one := rowTxn(50, 1, 51)
+	if j, err = c.newJob([]*binlog.Transaction{one}); err != nil {
+		t.Fatal(err)
+	}
+	if j.ahead != nil || !slices.Equal(rowIDs(one), []int64{50, 1, 51}) {
+		t.Errorf("a job of one transaction has ahead %v and rows %v, want nil and [50 1 51]", j.ahead, rowIDs(one))
+	}
+
 	// Once the first job has committed, nothing waits.
 	c.r.clog.commit(1)
-	c.r.clog.commitRun(2, len(batch))
+	c.r.clog.commitRun(2, len(batch)+1)
 	j, err = c.newJob([]*binlog.Transaction{rowTxn(1), rowTxn(10)})
 	if err != nil {
 		t.Fatal(err)

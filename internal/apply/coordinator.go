@@ -309,7 +309,11 @@ func (c *coordinator) newJob(batch []*binlog.Transaction) (*job, error) {
 		}
 		ahead[i] = len(member.Events)
 		if slices.ContainsFunc(deps, waits) {
-			ahead[i] = c.cut(member, waits)
+			ahead[i] = 0
+			if len(batch) > 1 {
+				// A group alone runs its script whole (Session.script).
+				ahead[i] = c.cut(member, waits)
+			}
 		}
 	}
 	j.ahead = aheadOf(ahead, batch)
