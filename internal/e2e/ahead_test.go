@@ -149,3 +149,28 @@ func TestRunAheadYieldsToLocksThePolicyCannotSee(t *testing.T) {
 	mustExec(t, sb.Target, "SET SESSION sql_log_bin = 0", "DROP TRIGGER ahead.count", "DROP DATABASE side")
 	requireEqual(t, sb)
 }
+
+// TestKilledWhileStatementsRunAhead kills runs whose batches run some of
+// their statements ahead, put first, after their 3rd, 150th and 400th
+// transaction committed (batches of 16, 960 transactions), and checks
+// that the run after them applies every transaction exactly once: each
+// batch commits whole or not at all, whatever order its statements ran in.
+func TestKilledWhileStatementsRunAhead(t *testing.T) {
+	sb := upSandbox(t)
+	aheadWorkload(t, sb, "ROW", 16, 60)
+	relay := filepath.Join(t.TempDir(), "relay")
+	args := []string{"replicate", "--source", sb.SourceURL, "--target", sb.TargetURL,
+		"--until", binlogPos(t, sb.Primary), "--relay-dir", relay, "--progress", "0",
+		"--workers", "8", "--batch", "16"}
+	for _, after := range []int{3, 150, 400} {
+		r := gapless(t, []string{fmt.Sprintf("GAPLESS_CRASH_AFTER_COMMITS=%d", after)}, args...)
+		if !r.signaled {
+			t.Fatalf("run with a crash after %d commits exited %d without being killed:\n%s%s", after, r.code, r.stdout, r.stderr)
+		}
+	}
+	r := replicateUntilCaughtUp(t, sb, relay, "--workers", "8", "--batch", "16", "-v")
+	requireEqual(t, sb)
+	if n, inPart := ranAheadInPart(t, r.stdout); inPart == 0 {
+		t.Errorf("the last run ran no transaction ahead in part (%d whole or in part):\n%s", n, r.stdout)
+	}
+}
