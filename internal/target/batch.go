@@ -132,8 +132,8 @@ func (s *Session) batchScript(txns []*binlog.Transaction, ahead []int, checkpoin
 		if ahead != nil {
 			events = events[:ahead[i]]
 		}
-		if len(events) == 0 {
-			continue
+		if len(events) == 0 && ahead != nil {
+			continue // all of it runs after the mark
 		}
 		if err := add(txn, events); err != nil {
 			return nil, nil, err
