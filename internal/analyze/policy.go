@@ -210,8 +210,7 @@ func (r *policyRun) statements(b *simBatch, t *txnInfo, room []simStatement) []s
 	all := steps.Deps[:steps.All]
 	sts := room
 	bytes := 0
-	fromDeps, fromTaken := steps.All, 0
-	for _, st := range steps.Statements {
+	for k, st := range steps.Statements {
 		if len(sts) < cap(sts) {
 			sts = sts[:len(sts)+1]
 		} else {
@@ -219,14 +218,13 @@ func (r *policyRun) statements(b *simBatch, t *txnInfo, room []simStatement) []s
 		}
 		s := &sts[len(sts)-1]
 		s.outside, s.inside = split(b.first, all, s.outside[:0], s.inside[:0])
-		s.outside, s.inside = split(b.first, steps.Deps[fromDeps:st.DepsEnd], s.outside, s.inside)
-		s.taken = append(s.taken[:0], steps.Taken[fromTaken:st.TakenEnd]...)
+		s.outside, s.inside = split(b.first, steps.DepsOf(k), s.outside, s.inside)
+		s.taken = append(s.taken[:0], steps.TakenOf(k)...)
 		s.share = 0
 		for _, ev := range t.txn.Events[st.From:st.To] {
 			s.share += float64(len(ev.Raw))
 		}
 		bytes += int(s.share)
-		fromDeps, fromTaken = st.DepsEnd, st.TakenEnd
 	}
 	for i := range sts {
 		if bytes > 0 {

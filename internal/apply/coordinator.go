@@ -340,17 +340,16 @@ func (c *coordinator) cut(member *binlog.Transaction, waits func(int64) bool) in
 	statements := steps.Statements
 	held := c.held[:0] // the resources of the statements that wait
 	free := c.free[:0]
-	fromDeps, fromTaken, nFree := steps.All, 0, 0
-	for _, st := range statements {
-		its := steps.Taken[fromTaken:st.TakenEnd]
-		waiting := slices.ContainsFunc(steps.Deps[fromDeps:st.DepsEnd], waits) || schedule.Meets(its, held)
+	nFree := 0
+	for k := range statements {
+		its := steps.TakenOf(k)
+		waiting := slices.ContainsFunc(steps.DepsOf(k), waits) || schedule.Meets(its, held)
 		if waiting {
 			held = append(held, its...)
 		} else {
 			nFree++
 		}
 		free = append(free, !waiting)
-		fromDeps, fromTaken = st.DepsEnd, st.TakenEnd
 	}
 	c.held, c.free = held, free
 	if nFree == 0 || nFree == len(statements) {

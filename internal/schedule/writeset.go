@@ -104,7 +104,7 @@ type Writeset struct {
 	tables     map[*replication.TableMapEvent]*mappedTable
 	generation uint64
 	// The statements of the row transaction Admit took last, what each
-	// added to its dependencies, and the resources each took (Statements).
+	// added to its dependencies, and the resources each took (Steps).
 	steps Steps
 }
 
@@ -122,6 +122,25 @@ type Steps struct {
 	All        int
 	Taken      []Taken
 	Statements []Statement
+}
+
+// DepsOf is what statement k added to Deps: with Deps[:All], what it
+// waits for.
+func (s *Steps) DepsOf(k int) Deps {
+	from := s.All
+	if k > 0 {
+		from = s.Statements[k-1].DepsEnd
+	}
+	return s.Deps[from:s.Statements[k].DepsEnd]
+}
+
+// TakenOf is what statement k takes.
+func (s *Steps) TakenOf(k int) []Taken {
+	from := 0
+	if k > 0 {
+		from = s.Statements[k-1].TakenEnd
+	}
+	return s.Taken[from:s.Statements[k].TakenEnd]
 }
 
 // Statement is one statement of a row transaction (Steps).

@@ -286,19 +286,16 @@ func TestWritesetSteps(t *testing.T) {
 		t.Fatal("no steps for a row transaction")
 	}
 	var got []string
-	fromDeps, fromTaken := steps.All, 0
-	for _, st := range steps.Statements {
-		added := tidy(slices.Clone(steps.Deps[fromDeps:st.DepsEnd])) // a row's two keys may name one holder twice
-		got = append(got, fmt.Sprintf("%d-%d:%v:%d", st.From, st.To, []int64(added), st.TakenEnd-fromTaken))
-		fromDeps, fromTaken = st.DepsEnd, st.TakenEnd
+	for k, st := range steps.Statements {
+		added := tidy(slices.Clone(steps.DepsOf(k))) // a row's two keys may name one holder twice
+		got = append(got, fmt.Sprintf("%d-%d:%v:%d", st.From, st.To, []int64(added), len(steps.TakenOf(k))))
 	}
 	// each row takes its table shared and its two keys
 	want := []string{"1-3:[1]:6", "3-4:[]:3", "4-6:[2]:6"}
 	if !slices.Equal(got, want) || steps.All != 0 {
 		t.Errorf("statements (events:dependencies added:resources taken) = %v (after %d for all), want %v", got, steps.All, want)
 	}
-	third := steps.Taken[steps.Statements[1].TakenEnd:steps.Statements[2].TakenEnd]
-	if !Meets(third, steps.Taken[:steps.Statements[0].TakenEnd]) || Meets(third, steps.Taken[steps.Statements[0].TakenEnd:steps.Statements[1].TakenEnd]) {
+	if third := steps.TakenOf(2); !Meets(third, steps.TakenOf(0)) || Meets(third, steps.TakenOf(1)) {
 		t.Error("the third statement's rows meet the first's (row 1), and not the second's")
 	}
 
