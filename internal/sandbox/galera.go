@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -320,6 +321,9 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 	node.Config.Args = nil
 	node.Config.NoAccounts = true
 	if _, running := node.runningPid(); !running {
+		if err := endLeftovers(node); err != nil {
+			return err
+		}
 		// As a service manager does for a node that crashed: the
 		// position its storage holds, so that it joins by an
 		// incremental transfer of what it missed, not a full copy.
@@ -332,9 +336,80 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 		}
 	}
 	if err := node.Start(ctx); err != nil {
-		return err
+		// A node whose state transfer failed exits; an operator ends
+		// what the transfer left and starts it once more.
+		if _, running := node.runningPid(); running || !strings.Contains(tailFile(node.ErrorLog, 200), "SST") {
+			return err
+		}
+		if err := endLeftovers(node); err != nil {
+			return err
+		}
+		// From what its storage says after the failed transfer (a full
+		// transfer when it says nothing), not the position recovered
+		// before it.
+		node.Config.Args = nil
+		if err2 := node.Start(ctx); err2 != nil {
+			return fmt.Errorf("%w\n(and started once more: %v)", err, err2)
+		}
 	}
 	return c.WaitSynced(ctx, i)
+}
+
+// endLeftovers ends, as a service manager ends what was left in the
+// control group of a service that crashed, the state transfer processes a
+// killed node left behind: the rsync daemon of a transfer to it holds the
+// node's state transfer port, and the next transfer fails on it ("rsync or
+// stunnel daemon terminated unexpectedly"). They are the processes whose
+// command line names the node's data directory.
+func endLeftovers(node *Server) error {
+	dir := filepath.Clean(node.DataDir)
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil // no /proc to look in: nothing can be found
+	}
+	var left []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		for _, arg := range strings.Split(string(cmdline), "\x00") {
+			if arg == dir || strings.Contains(arg, dir+"/") {
+				left = append(left, pid)
+				break
+			}
+		}
+	}
+	for _, pid := range left {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(stopTimeout)
+	for _, pid := range left {
+		for processAlive(pid) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("sandbox cluster node %s: state transfer process %d still running %s after SIGKILL", node.Config.Name, pid, stopTimeout)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// processAlive reports whether pid is a process that has not exited (a
+// zombie has).
+func processAlive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses.
+	s := string(b)
+	at := strings.LastIndexByte(s, ')')
+	return at < 0 || at+2 >= len(s) || s[at+2] != 'Z'
 }
 
 // recoverPosition runs node's server once with --wsrep-recover, which

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -365,13 +366,44 @@ func (s *Server) choosePort(avoid int) error {
 	return fmt.Errorf("sandbox server %s: no free loopback port found", s.Config.Name)
 }
 
+// freePort is a loopback port no one listens on, below the range the
+// kernel gives the local end of outgoing connections: a server killed and
+// started again binds its ports anew, and a port in that range may by
+// then be the local end of some client's connection (the start then fails
+// on "address in use"). From the kernel's choice when nothing below the
+// range is free.
 func freePort() (int, error) {
+	low, high := belowEphemeral()
+	for range 64 {
+		if high <= low {
+			break
+		}
+		p := low + rand.IntN(high-low)
+		if portFree(p) {
+			return p, nil
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// belowEphemeral is the range of ports freePort chooses from: the 16 384
+// below the kernel's ephemeral range (ip_local_port_range), and not below
+// 10 000, where services listen.
+func belowEphemeral() (low, high int) {
+	high = 32768 // the kernel's default start
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				high = v
+			}
+		}
+	}
+	return max(10000, high-16384), high
 }
 
 func portFree(p int) bool {
