@@ -12,8 +12,11 @@ import (
 )
 
 type byteBudget struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// changed is closed at the next give when awaited is set: a give
+	// that no one waits for makes no channel (one per transaction).
 	changed chan struct{}
+	awaited bool
 	used    int64
 	limit   int64
 }
@@ -49,6 +52,7 @@ func (b *byteBudget) await(ctx context.Context, ready func() bool) error {
 			return nil
 		}
 		changed := b.changed
+		b.awaited = true
 		b.mu.Unlock()
 		select {
 		case <-changed:
@@ -62,7 +66,10 @@ func (b *byteBudget) await(ctx context.Context, ready func() bool) error {
 func (b *byteBudget) give(n int64) {
 	b.mu.Lock()
 	b.used -= n
-	close(b.changed)
-	b.changed = make(chan struct{})
+	if b.awaited {
+		close(b.changed)
+		b.changed = make(chan struct{})
+		b.awaited = false
+	}
 	b.mu.Unlock()
 }
