@@ -1046,7 +1046,8 @@ func TestXACommitKilledBeforeItsPosition(t *testing.T) {
 		"SET SESSION binlog_format=ROW",
 		"XA START 'k1'", "INSERT INTO xk.t VALUES (1)", "XA END 'k1'", "XA PREPARE 'k1'")
 	prepared := binlogPos(t, sb.Primary)
-	mustExec(t, sb.Primary, "XA COMMIT 'k1'", "INSERT INTO xk.t VALUES (2)")
+	endPreparedXA(t, sb.Primary, "XA COMMIT 'k1'")
+	mustExec(t, sb.Primary, "INSERT INTO xk.t VALUES (2)")
 	end := binlogPos(t, sb.Primary)
 	for _, extra := range [][]string{nil, {"--commit-order", "causal"}, {"--no-target-binlog"}} {
 		t.Run(strings.Join(append([]string{"flags"}, extra...), " "), func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql"
+	"github.com/go-sql-driver/mysql"
 
 	"gapless/internal/checkpoint"
 	"gapless/internal/dburl"
@@ -133,6 +134,26 @@ func mustExec(t *testing.T, srv *sandbox.Server, stmts ...string) {
 	t.Helper()
 	if err := srv.Exec(context.Background(), stmts...); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// endPreparedXA runs an XA COMMIT or XA ROLLBACK of a branch an earlier
+// mustExec prepared: the branch detaches from its session only once the
+// server has ended that session, which closing the client's connection
+// does not wait for, so until then the server answers XAER_NOTA (1397).
+func endPreparedXA(t *testing.T, srv *sandbox.Server, stmt string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := srv.Exec(context.Background(), stmt)
+		var me *mysql.MySQLError
+		if err == nil {
+			return
+		}
+		if !errors.As(err, &me) || me.Number != 1397 || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -579,7 +579,7 @@ func TestEngineBehindItsBinlog(t *testing.T) {
 	mustExec(t, sb.Primary, "CREATE DATABASE eb", "CREATE SEQUENCE eb.s", "CREATE TABLE eb.t (id INT PRIMARY KEY) ENGINE=InnoDB",
 		"XA START 'b1'", "INSERT INTO eb.t VALUES (1)", "XA END 'b1'", "XA PREPARE 'b1'")
 	prepared := binlogPos(t, sb.Primary)
-	mustExec(t, sb.Primary, "XA ROLLBACK 'b1'")
+	endPreparedXA(t, sb.Primary, "XA ROLLBACK 'b1'")
 	rolledBack, err := gtid.ParseMariaDBGTID(binlogPos(t, sb.Primary))
 	if err != nil {
 		t.Fatal(err)
