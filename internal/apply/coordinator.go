@@ -48,6 +48,7 @@ type coordinator struct {
 	// decErr then says why. pending is a transaction taken from queue but
 	// not yet dispatched: it goes first.
 	queue   <-chan *binlog.Transaction
+	hand    *handoff // queue's sender side, told of each transaction taken
 	decErr  <-chan error
 	pending *binlog.Transaction
 	// recvErr is the receiver's end; received is recvErr until it came,
@@ -128,6 +129,7 @@ func (c *coordinator) loop() (Result, error) {
 				c.decoderEnded()
 				continue
 			}
+			c.hand.took()
 			c.dispatch(txn)
 		case res := <-c.done:
 			c.finished(res)
@@ -249,6 +251,7 @@ func (c *coordinator) gather(txn *binlog.Transaction) (batch []*binlog.Transacti
 			if !ok {
 				return batch, false, nil
 			}
+			c.hand.took()
 			next = t
 		default:
 			return batch, true, nil

@@ -28,10 +28,11 @@ type decodeStage struct {
 	// extra are the groups a run before applied past a gap
 	// (checkpoint.Applied.Extra), passed like filtered ones.
 	extra map[gtid.MariaDBGTID]bool
-	// out carries the transactions to the coordinator; closed when the
-	// stage ends, after err holds why.
-	out chan *binlog.Transaction
-	err chan error
+	// out carries the transactions to the coordinator (hand.ch); closed
+	// when the stage ends, after err holds why.
+	out  chan *binlog.Transaction
+	hand *handoff
+	err  chan error
 	// ended is closed once the goroutine has ended.
 	ended chan struct{}
 }
@@ -55,9 +56,11 @@ func (r *Replica) newDecodeStage(relay *binlog.RelayLog, applied checkpoint.Appl
 	if r.cfg.MaxQueued <= 0 {
 		r.cfg.MaxQueued = 64 << 20
 	}
+	hand := newHandoff(queueDepth(r.cfg.BatchMax))
 	return &decodeStage{
 		r: r, decoder: decoder, budget: newByteBudget(r.cfg.MaxQueued), extra: applied.Extra,
-		out:   make(chan *binlog.Transaction, queueDepth(r.cfg.BatchMax)),
+		hand:  hand,
+		out:   hand.ch,
 		err:   make(chan error, 1),
 		ended: make(chan struct{}),
 	}
@@ -73,10 +76,8 @@ func (d *decodeStage) run(ctx context.Context) {
 			d.err <- err
 			return
 		}
-		select {
-		case d.out <- txn:
-		case <-ctx.Done():
-			d.err <- ctx.Err()
+		if err := d.hand.send(ctx, txn); err != nil {
+			d.err <- err
 			return
 		}
 	}
