@@ -471,6 +471,13 @@ func TestGaleraTargetNodeCutOff(t *testing.T) {
 	if err := c.Isolate(ctx, i, true); err != nil {
 		t.Fatal(err)
 	}
+	// The cluster is the next test's too: a failure below must not leave
+	// the node cut off.
+	t.Cleanup(func() {
+		if c.Isolate(ctx, i, false) == nil {
+			waitRejoined(ctx, c, i)
+		}
+	})
 	t.Logf("cut node %d off", i+1)
 	for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), "target node failed; writing to the next node") && time.Now().Before(deadline); {
 		time.Sleep(200 * time.Millisecond)

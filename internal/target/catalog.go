@@ -45,13 +45,13 @@ func (c *Catalog) Table(schema, table string) (*schedule.TableInfo, error) {
 	if info, ok := c.tables[name]; ok {
 		return info, nil
 	}
-	// A target restart is waited out (the workers wait for it too); any
+	// A target restart or a lock wait is waited out (patiently); any
 	// other error stops the run.
-	info, err := c.Read(schema, table)
-	for wait, deadline := 100*time.Millisecond, time.Now().Add(catalogPatience); err != nil && Lost(err) && time.Now().Before(deadline); wait = min(2*wait, 5*time.Second) {
-		time.Sleep(wait)
+	var info *schedule.TableInfo
+	err := patiently(func() (err error) {
 		info, err = c.Read(schema, table)
-	}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read the keys of %s.%s on the target: %w", schema, table, err)
 	}

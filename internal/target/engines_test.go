@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/go-sql-driver/mysql"
 
 	"gapless/internal/binlog"
 )
@@ -32,5 +33,30 @@ func TestRollsBackRows(t *testing.T) {
 		if got := rollsBackRows(txn); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestPatientlyWaitsOutALockWait: a catalog read that times out on a lock
+// (a Galera node rolling back the transactions of a node that left) is
+// read again; one that fails otherwise is not.
+func TestPatientlyWaitsOutALockWait(t *testing.T) {
+	calls := 0
+	err := patiently(func() error {
+		calls++
+		if calls < 3 {
+			return &mysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded; try restarting transaction"}
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("after two lock wait timeouts: %v, %d reads; want nil after 3", err, calls)
+	}
+	calls = 0
+	err = patiently(func() error {
+		calls++
+		return &mysql.MySQLError{Number: 1146, Message: "Table 'x.y' doesn't exist"}
+	})
+	if err == nil || calls != 1 {
+		t.Fatalf("a missing table: %v after %d reads; want the error after 1", err, calls)
 	}
 }
