@@ -28,9 +28,8 @@ type decodeStage struct {
 	// extra are the groups a run before applied past a gap
 	// (checkpoint.Applied.Extra), passed like filtered ones.
 	extra map[gtid.MariaDBGTID]bool
-	// out carries the transactions to the coordinator (hand.ch); closed
-	// when the stage ends, after err holds why.
-	out  chan *binlog.Transaction
+	// hand carries the transactions to the coordinator; its channel is
+	// closed when the stage ends, after err holds why.
 	hand *handoff
 	err  chan error
 	// ended is closed once the goroutine has ended.
@@ -56,11 +55,9 @@ func (r *Replica) newDecodeStage(relay *binlog.RelayLog, applied checkpoint.Appl
 	if r.cfg.MaxQueued <= 0 {
 		r.cfg.MaxQueued = 64 << 20
 	}
-	hand := newHandoff(queueDepth(r.cfg.BatchMax))
 	return &decodeStage{
 		r: r, decoder: decoder, budget: newByteBudget(r.cfg.MaxQueued), extra: applied.Extra,
-		hand:  hand,
-		out:   hand.ch,
+		hand:  newHandoff(queueDepth(r.cfg.BatchMax)),
 		err:   make(chan error, 1),
 		ended: make(chan struct{}),
 	}
@@ -69,7 +66,7 @@ func (r *Replica) newDecodeStage(relay *binlog.RelayLog, applied checkpoint.Appl
 // run hands transactions on until ctx ends or the decoder fails.
 func (d *decodeStage) run(ctx context.Context) {
 	defer close(d.ended)
-	defer close(d.out)
+	defer close(d.hand.ch)
 	for {
 		txn, err := d.next(ctx)
 		if err != nil {

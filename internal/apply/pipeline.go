@@ -77,7 +77,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	}
 	recvErr := r.startReceiver(pipeCtx, relay, skip)
 	dec := r.newDecodeStage(relay, applied, skip)
-	r.observeSession(relay, dec.out, dec.budget)
+	r.observeSession(relay, dec.hand.ch, dec.budget)
 	// The decoder is closed once its goroutine has ended, never under it:
 	// closing the relay reader amid its Next ends in a nil file (found by
 	// the conformance short list's stopped variant: a panic as a stop
@@ -105,7 +105,7 @@ func (r *Replica) session(ctx context.Context, relay *binlog.RelayLog) (Result, 
 	c := &coordinator{
 		r: r, policy: policy, ws: ws, relay: relay, budget: dec.budget, skip: skip,
 		engines:    target.NewEngines(r.cfg.Target, r.cfg.Session.KeepGTID && r.cfg.Session.WriteBinlog),
-		queue:      dec.out,
+		queue:      dec.hand.ch,
 		hand:       dec.hand,
 		decErr:     dec.err,
 		recvErr:    recvErr,

@@ -146,10 +146,10 @@ func endPreparedXA(t *testing.T, srv *sandbox.Server, stmt string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := srv.Exec(context.Background(), stmt)
-		var me *mysql.MySQLError
 		if err == nil {
 			return
 		}
+		var me *mysql.MySQLError
 		if !errors.As(err, &me) || me.Number != 1397 || time.Now().After(deadline) {
 			t.Fatal(err)
 		}

@@ -18,8 +18,23 @@ import (
 
 type tableName struct{ schema, table string }
 
-// catalogPatience is how long the catalog waits for a target that went away.
+// catalogPatience is how long a read of the catalog waits out a target that
+// went away, or a lock (patiently).
 const catalogPatience = 5 * time.Minute
+
+// patiently runs read, a read of the target's catalog, again while it
+// fails as a transaction may and then succeed (IsTransient): a target that
+// went away (the workers wait for it too), or a lock wait timeout or
+// deadlock, which a Galera node answers a read of information_schema
+// while the cluster rolls back the transactions of a node that left it.
+func patiently(read func() error) error {
+	err := read()
+	for wait, deadline := 100*time.Millisecond, time.Now().Add(catalogPatience); err != nil && IsTransient(err) && time.Now().Before(deadline); wait = min(2*wait, 5*time.Second) {
+		time.Sleep(wait)
+		err = read()
+	}
+	return err
+}
 
 // Catalog implements schedule.Catalog for the target, caching each table's keys.
 type Catalog struct {

@@ -23,7 +23,6 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 
@@ -342,18 +341,4 @@ func isTransactionalEngine(engine string) bool {
 		return true
 	}
 	return false
-}
-
-// patiently runs read, a read of the target's catalog, again while it
-// fails as a transaction may and then succeed (IsTransient): a target that
-// went away (the workers wait for it too), or a lock wait timeout or
-// deadlock, which a Galera node answers a read of information_schema
-// while the cluster rolls back the transactions of a node that left it.
-func patiently(read func() error) error {
-	err := read()
-	for wait, deadline := 100*time.Millisecond, time.Now().Add(catalogPatience); err != nil && IsTransient(err) && time.Now().Before(deadline); wait = min(2*wait, 5*time.Second) {
-		time.Sleep(wait)
-		err = read()
-	}
-	return err
 }
