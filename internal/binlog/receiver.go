@@ -349,7 +349,7 @@ func (r *Receiver) session(ctx context.Context) (err error) {
 // --skip-gtid).
 type sessionEvents struct {
 	r        *Receiver
-	cutter   cutter
+	cutter   *cutter
 	fde      []byte
 	groups   groupTracker
 	current  gtid.MariaDBGTID
@@ -480,24 +480,32 @@ func outOfOrder(g, last gtid.MariaDBGTID) error {
 // cutter decodes the few events groupTracker reads (GTID and query events)
 // of the dump (dump.go), which reads events without decoding them: the
 // receiver keeps events as they came, and decoding the rest (table maps
-// above all) only cost CPU.
+// above all) only cost CPU. A MariaDB GTID event, one in every group, is
+// decoded here into the one value kept for it (gtid): the parser would
+// make a header, an event and the BinlogEvent around them for each.
 type cutter struct {
 	parser *replication.BinlogParser
+	gtid   replication.MariadbGTIDEvent
 }
 
-func newCutter() cutter {
+func newCutter() *cutter {
 	p := replication.NewBinlogParser()
 	p.SetFlavor("mariadb")
 	p.SetVerifyChecksum(false) // the dump checked it
-	return cutter{parser: p}
+	return &cutter{parser: p}
 }
 
 // decode returns ev decoded when groupTracker reads its content, as it is
-// otherwise. A format description is read too: it says how to read the rest.
-func (c cutter) decode(ev *replication.BinlogEvent) (*replication.BinlogEvent, error) {
+// otherwise. A format description is read too: it says how to read the
+// rest. A GTID event decoded comes back in ev itself, valid until the next
+// call.
+func (c *cutter) decode(ev *replication.BinlogEvent) (*replication.BinlogEvent, error) {
 	switch ev.Header.EventType {
-	case replication.FORMAT_DESCRIPTION_EVENT, replication.MARIADB_GTID_EVENT,
-		replication.QUERY_EVENT, replication.MARIADB_QUERY_COMPRESSED_EVENT:
+	case replication.MARIADB_GTID_EVENT:
+		if c.gtidEvent(ev) {
+			return ev, nil
+		}
+	case replication.FORMAT_DESCRIPTION_EVENT, replication.QUERY_EVENT, replication.MARIADB_QUERY_COMPRESSED_EVENT:
 	default:
 		return ev, nil
 	}
@@ -506,6 +514,24 @@ func (c cutter) decode(ev *replication.BinlogEvent) (*replication.BinlogEvent, e
 		return nil, fmt.Errorf("source event %s at source position %d: %w", ev.Header.EventType, ev.Header.LogPos, err)
 	}
 	return decoded, nil
+}
+
+// gtidEvent decodes ev, a MariaDB GTID event, as the parser does (seq_no,
+// domain_id, flags, the commit id when its flag is set; the server id from
+// the header), and reports false when its body is too short for that: the
+// parser then says what is wrong with it.
+func (c *cutter) gtidEvent(ev *replication.BinlogEvent) bool {
+	body := ev.RawData[min(eventHeaderSize, len(ev.RawData)):]
+	if len(body) < 13 || (body[12]&replication.BINLOG_MARIADB_FL_GROUP_COMMIT_ID != 0 && len(body) < 21) {
+		return false
+	}
+	c.gtid = replication.MariadbGTIDEvent{}
+	c.gtid.GTID.ServerID = ev.Header.ServerID
+	if c.gtid.Decode(body) != nil {
+		return false
+	}
+	ev.Event = &c.gtid
+	return true
 }
 
 // sourceStarted reports whether a format description event has its
