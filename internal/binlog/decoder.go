@@ -391,12 +391,14 @@ func (d *Decoder) begin(ev *replication.BinlogEvent) *Transaction {
 		SourceTime:   time.Unix(int64(ev.Header.Timestamp), 0),
 	}
 	txn.Tables, txn.Schemas = txn.tablesRoom[:0], txn.schemasRoom[:0]
+	txn.decoded = true
 	switch g := ev.Event.(type) {
 	case *replication.MariadbGTIDEvent:
 		txn.Flavor = FlavorMariaDB
 		txn.MariaDB = mariaDBGTID(g)
 		txn.CommitID = g.CommitID
 		txn.Flags = MariaDBFlags(g.Flags)
+		txn.flags2, txn.flagsExtra = MariaDBGTIDFlags(ev.RawData, d.format)
 	case *replication.GTIDEvent:
 		txn.Flavor = FlavorMySQL
 		txn.MySQL = MySQLGTIDFromEvent(g.SID, "", g.GNO)
@@ -415,6 +417,10 @@ func (d *Decoder) begin(ev *replication.BinlogEvent) *Transaction {
 // touches; undecoded is why a row event's rows could not be decoded.
 func (t *Transaction) add(ev *replication.BinlogEvent, undecoded error, pending *PendingRows, names *names) {
 	t.Events = append(t.Events, Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event, Undecoded: undecoded, pending: pending})
+	switch ev.Event.(type) {
+	case *replication.QueryEvent, *replication.ExecuteLoadQueryEvent:
+		t.queries = true
+	}
 	if undecoded != nil {
 		t.OpaqueRows = true
 	}

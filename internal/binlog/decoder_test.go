@@ -520,3 +520,88 @@ func TestDecoderStopsAtAnIncident(t *testing.T) {
 		t.Fatalf("decoded %v before the incident, want the %d groups before it", got, len(before))
 	}
 }
+
+// TestDecoderReadsGTIDFlags checks that the decoder keeps each MariaDB GTID
+// event's flags2 and flags_extra, past a commit id and an XA transaction's
+// XID, as MariaDBGTIDFlags reads them from the event's bytes.
+func TestDecoderReadsGTIDFlags(t *testing.T) {
+	e := newEncoder()
+	format := e.format()
+	gtidEvent := func(seq uint64, flags2 byte, rest ...[]byte) []byte {
+		body := binary.LittleEndian.AppendUint64(nil, seq)
+		body = binary.LittleEndian.AppendUint32(body, 0)
+		body = append(body, flags2)
+		for _, r := range rest {
+			body = append(body, r...)
+		}
+		return e.event(replication.MARIADB_GTID_EVENT, logEventSuppressUse, body)
+	}
+	xid := []byte{1, 0, 0, 0, 3, 2, 'a', 'b', 'c', 'd', 'e'} // format id 1, gtrid "abc", bqual "de"
+	tests := []struct {
+		gtid          string
+		begin         []byte
+		flags2, extra byte
+	}{
+		{"0-1-1", gtidEvent(1, gtidTransactional, make([]byte, 6)), gtidTransactional, 0},
+		{"0-1-2", gtidEvent(2, gtidTransactional|gtidGroupCommitID, binary.LittleEndian.AppendUint64(nil, 99), []byte{0x02}), gtidTransactional | gtidGroupCommitID, 0x02},
+		{"0-1-3", gtidEvent(3, gtidTransactional|0x80, xid, []byte{0x08}), gtidTransactional | 0x80, 0x08},
+	}
+	var groups []testGroup
+	for _, tt := range tests {
+		group := e.mariaTxn(0, 0, 0, "shop", "orders", 1)
+		group[0] = tt.begin
+		groups = append(groups, testGroup{id: mustGTID(t, tt.gtid), events: group})
+	}
+	l := openTestRelay(t, t.TempDir(), 1<<20)
+	if err := l.BeginSession(format); err != nil {
+		t.Fatal(err)
+	}
+	appendGroups(t, l, groups)
+	txns := decodeAll(t, l, gtid.MariaDBPosition{})
+	if len(txns) != len(tests) {
+		t.Fatalf("%d transactions, want %d", len(txns), len(tests))
+	}
+	for i, tt := range tests {
+		txn := txns[i]
+		if !txn.decoded {
+			t.Fatalf("%s: the decoder did not keep its GTID event's flags", tt.gtid)
+		}
+		flags2, extra := txn.GTIDFlags()
+		if flags2 != tt.flags2 || extra != tt.extra {
+			t.Errorf("%s: flags2 %#x, flags_extra %#x; want %#x, %#x", tt.gtid, flags2, extra, tt.flags2, tt.extra)
+		}
+		if f2, x := MariaDBGTIDFlags(txn.Begin.Raw, txn.Format); f2 != flags2 || x != extra {
+			t.Errorf("%s: read from the event's bytes %#x, %#x; kept %#x, %#x", tt.gtid, f2, x, flags2, extra)
+		}
+	}
+}
+
+// TestDecoderKnowsGroupsWithoutQueries checks MayHoldQueries: false only
+// for a group the decoder made of no query event; a group of statements,
+// or one made elsewhere, may hold them.
+func TestDecoderKnowsGroupsWithoutQueries(t *testing.T) {
+	e := newEncoder()
+	format := e.format()
+	groups := []testGroup{
+		{id: mustGTID(t, "0-1-1"), events: e.mariaTxn(0, 1, 0, "shop", "orders", 1)},
+		{id: mustGTID(t, "0-1-2"), events: e.mariaStatementTxn(0, 2, "shop", "INSERT INTO log VALUES (1)")},
+		{id: mustGTID(t, "0-1-3"), events: e.mariaDDL(0, 3, "shop", "CREATE TABLE shop.notes (a INT)")},
+	}
+	l := openTestRelay(t, t.TempDir(), 1<<20)
+	if err := l.BeginSession(format); err != nil {
+		t.Fatal(err)
+	}
+	appendGroups(t, l, groups)
+	txns := decodeAll(t, l, gtid.MariaDBPosition{})
+	if len(txns) != 3 {
+		t.Fatalf("%d transactions, want 3", len(txns))
+	}
+	for i, want := range []bool{false, true, true} {
+		if got := txns[i].MayHoldQueries(); got != want {
+			t.Errorf("%s: MayHoldQueries %v, want %v", txns[i], got, want)
+		}
+	}
+	if !(&Transaction{Events: txns[1].Events}).MayHoldQueries() {
+		t.Error("a group the decoder did not make may hold queries")
+	}
+}

@@ -127,6 +127,14 @@ type Transaction struct {
 	Size       int       // bytes of all events, GTID event included
 	SourceTime time.Time // when the source wrote the group
 
+	// decoded: the Decoder made the group, and says of it, while its bytes
+	// are at hand, what is asked of every transaction several times, in
+	// other goroutines, long after: Begin's flags (flags2, flagsExtra), and
+	// whether any event is a query event (queries; see MayHoldQueries).
+	decoded            bool
+	flags2, flagsExtra byte
+	queries            bool
+
 	// Filtered is true when the replication filters leave nothing of the
 	// group to apply: it only advances the position.
 	Filtered bool
@@ -232,3 +240,48 @@ func (t *Transaction) touch(schema, table string) {
 	}
 	t.Tables = append(t.Tables, ref)
 }
+
+// GTIDFlags returns the flags2 and flags_extra bytes of a MariaDB GTID
+// event group's GTID event (MariaDBGTIDFlags): as the decoder read them, or
+// read from Begin now.
+func (t *Transaction) GTIDFlags() (flags2, extra byte) {
+	if t.decoded && t.Flavor == FlavorMariaDB {
+		return t.flags2, t.flagsExtra
+	}
+	return MariaDBGTIDFlags(t.Begin.Raw, t.Format)
+}
+
+// MariaDBGTIDFlags returns the flags2 and flags_extra bytes of a MariaDB
+// GTID event, raw, under the format description format. Layout: seq_no
+// (8), domain_id (4), flags2 (1), commit_id (8) if flags2 has
+// FL_GROUP_COMMIT_ID, an XID (format id 4, gtrid length 1, bqual length
+// 1, data) when flags2 has FL_PREPARED_XA or FL_COMPLETED_XA, then, when
+// bytes remain, flags_extra.
+func MariaDBGTIDFlags(raw []byte, format Event) (flags2, extra byte) {
+	const groupCommitID, preparedXA, completedXA = 0x02, 0x40, 0x80
+	body := Payload(raw, format)
+	if len(body) < 13 {
+		return 0, 0
+	}
+	flags2 = body[12]
+	pos := 13
+	if flags2&groupCommitID != 0 {
+		pos += 8
+	}
+	if flags2&(preparedXA|completedXA) != 0 {
+		if pos+6 > len(body) {
+			return flags2, 0
+		}
+		pos += 6 + int(body[pos+4]) + int(body[pos+5])
+	}
+	if pos < len(body) {
+		extra = body[pos]
+	}
+	return flags2, extra
+}
+
+// MayHoldQueries reports whether any of the group's events may be a query
+// event or an execute-load-query event: false only for a group the Decoder
+// made and met none in (events taken out since, as filters do, leave that
+// true). A search of a group's events for statements asks it first.
+func (t *Transaction) MayHoldQueries() bool { return !t.decoded || t.queries }

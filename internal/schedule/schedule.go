@@ -83,6 +83,9 @@ func isBarrier(txn *binlog.Transaction) bool {
 
 // hasStatements reports whether the transaction carries SQL statements other than BEGIN/COMMIT.
 func hasStatements(txn *binlog.Transaction) bool {
+	if !txn.MayHoldQueries() {
+		return false
+	}
 	for _, ev := range txn.Events {
 		if _, ok := ev.Data.(*replication.ExecuteLoadQueryEvent); ok {
 			return true // LOAD DATA logged as a statement

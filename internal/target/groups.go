@@ -29,7 +29,6 @@ import (
 const (
 	gtidPreparedXA    = 0x40 // flags2: the group is an XA transaction's first phase (XA PREPARE)
 	gtidCompletedXA   = 0x80 // flags2: the group is XA COMMIT or XA ROLLBACK
-	gtidGroupCommit   = 0x02 // flags2: a commit id follows
 	gtidTransactional = 0x04 // flags2: every table the group wrote is transactional on the source
 	extraMultiEngine  = 0x01 // flags_extra: an engine count follows
 	extraStartAlter   = 0x02 // flags_extra: START ALTER of binlog_alter_two_phase
@@ -275,31 +274,9 @@ func Joiner(txn *binlog.Transaction) func(*binlog.Transaction) bool {
 	return nil
 }
 
-// gtidFlags returns the flags2 and flags_extra bytes of a MariaDB GTID event.
-// Layout: seq_no (8), domain_id (4), flags2 (1), commit_id (8) if flags2 has
-// it, an XID (format id 4, gtrid length 1, bqual length 1, data) for XA
-// groups, then, when bytes remain, flags_extra.
-func gtidFlags(txn *binlog.Transaction) (flags2, extra byte) {
-	body := binlog.Payload(txn.Begin.Raw, txn.Format)
-	if len(body) < 13 {
-		return 0, 0
-	}
-	flags2 = body[12]
-	pos := 13
-	if flags2&gtidGroupCommit != 0 {
-		pos += 8
-	}
-	if flags2&(gtidPreparedXA|gtidCompletedXA) != 0 {
-		if pos+6 > len(body) {
-			return flags2, 0
-		}
-		pos += 6 + int(body[pos+4]) + int(body[pos+5])
-	}
-	if pos < len(body) {
-		extra = body[pos]
-	}
-	return flags2, extra
-}
+// gtidFlags returns the flags2 and flags_extra bytes of a MariaDB GTID
+// event group's GTID event.
+func gtidFlags(txn *binlog.Transaction) (flags2, extra byte) { return txn.GTIDFlags() }
 
 // NeedsStatementSession reports whether txn runs source statements (not
 // only row events), which must all run on one target session, the
@@ -336,6 +313,9 @@ func NeedsStatementSession(txn *binlog.Transaction) bool {
 // (BEGIN, COMMIT and ROLLBACK aside, and XA statements with xaAside) or
 // LOAD DATA, which may load into a temporary table.
 func runsStatements(txn *binlog.Transaction, xaAside bool) bool {
+	if !txn.MayHoldQueries() {
+		return false
+	}
 	for _, ev := range txn.Events {
 		switch e := ev.Data.(type) {
 		case *replication.ExecuteLoadQueryEvent:
@@ -356,6 +336,9 @@ func runsStatements(txn *binlog.Transaction, xaAside bool) bool {
 // HasStatements reports whether txn runs source statements other than
 // BEGIN, COMMIT and ROLLBACK.
 func HasStatements(txn *binlog.Transaction) bool {
+	if !txn.MayHoldQueries() {
+		return false
+	}
 	for _, ev := range txn.Events {
 		if q, ok := ev.Data.(*replication.QueryEvent); ok {
 			switch binlog.ControlStatement(q.Query) {
