@@ -174,6 +174,13 @@ func littleEndian(b []byte) uint64 {
 	return v
 }
 
+// gtidBodyWhole reports whether body, a MariaDB GTID event's after its
+// header, holds all that MariadbGTIDEvent.Decode reads: seq_no, domain_id,
+// flags2, and the commit id when flags2 says one follows.
+func gtidBodyWhole(body []byte) bool {
+	return len(body) >= 13 && (body[12]&replication.BINLOG_MARIADB_FL_GROUP_COMMIT_ID == 0 || len(body) >= 21)
+}
+
 // fastDecode decodes data, a whole event with its checksum, when it is one
 // this file decodes; ok is false when the parser is to decode it.
 func (r *RelayReader) fastDecode(data []byte) (ev *replication.BinlogEvent, ok bool) {
@@ -187,7 +194,7 @@ func (r *RelayReader) fastDecode(data []byte) (ev *replication.BinlogEvent, ok b
 	var e replication.Event
 	switch t {
 	case replication.MARIADB_GTID_EVENT:
-		if len(body) < 13 || (body[12]&replication.BINLOG_MARIADB_FL_GROUP_COMMIT_ID != 0 && len(body) < 21) {
+		if !gtidBodyWhole(body) {
 			return nil, false
 		}
 		g := f.gtids.next()

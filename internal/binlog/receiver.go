@@ -522,7 +522,7 @@ func (c *cutter) decode(ev *replication.BinlogEvent) (*replication.BinlogEvent, 
 // parser then says what is wrong with it.
 func (c *cutter) gtidEvent(ev *replication.BinlogEvent) bool {
 	body := ev.RawData[min(eventHeaderSize, len(ev.RawData)):]
-	if len(body) < 13 || (body[12]&replication.BINLOG_MARIADB_FL_GROUP_COMMIT_ID != 0 && len(body) < 21) {
+	if !gtidBodyWhole(body) {
 		return false
 	}
 	c.gtid = replication.MariadbGTIDEvent{}

@@ -258,14 +258,14 @@ func (t *Transaction) GTIDFlags() (flags2, extra byte) {
 // 1, data) when flags2 has FL_PREPARED_XA or FL_COMPLETED_XA, then, when
 // bytes remain, flags_extra.
 func MariaDBGTIDFlags(raw []byte, format Event) (flags2, extra byte) {
-	const groupCommitID, preparedXA, completedXA = 0x02, 0x40, 0x80
+	const preparedXA, completedXA = 0x40, 0x80 // flags2 bits go-mysql does not name
 	body := Payload(raw, format)
 	if len(body) < 13 {
 		return 0, 0
 	}
 	flags2 = body[12]
 	pos := 13
-	if flags2&groupCommitID != 0 {
+	if flags2&replication.BINLOG_MARIADB_FL_GROUP_COMMIT_ID != 0 {
 		pos += 8
 	}
 	if flags2&(preparedXA|completedXA) != 0 {

@@ -134,7 +134,7 @@ type eventScript struct {
 func (s *Session) newEventScript(txn *binlog.Transaction, body []string, tail *[]string, begun bool, begin func()) *eventScript {
 	rows := s.rowBatcher()
 	rows.whole = !txn.Has(binlog.FlagTransactional) && s.opts.KeepGTID && s.opts.WriteBinlog
-	flags2, _ := gtidFlags(txn)
+	flags2, _ := txn.GTIDFlags()
 	return &eventScript{
 		s: s, txn: txn, body: body, tail: tail, rows: rows, begun: begun, begin: begin,
 		apart:        s.rowsApart(txn),

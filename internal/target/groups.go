@@ -62,7 +62,7 @@ func shapeOf(txn *binlog.Transaction) groupShape {
 	if txn.Flavor != binlog.FlavorMariaDB {
 		return shapeAlone
 	}
-	flags2, extra := gtidFlags(txn)
+	flags2, extra := txn.GTIDFlags()
 	switch {
 	case extra&(extraStartAlter|extraRollAlter) != 0:
 		return shapePositionOnly
@@ -178,7 +178,7 @@ func savepointsLeftOut(txn *binlog.Transaction) bool {
 	if txn.Flavor != binlog.FlavorMariaDB || txn.Has(binlog.FlagTransactional) {
 		return false
 	}
-	if flags2, _ := gtidFlags(txn); flags2&gtidTransactional == 0 {
+	if flags2, _ := txn.GTIDFlags(); flags2&gtidTransactional == 0 {
 		return false
 	}
 	for _, ev := range txn.Events {
@@ -273,10 +273,6 @@ func Joiner(txn *binlog.Transaction) func(*binlog.Transaction) bool {
 	}
 	return nil
 }
-
-// gtidFlags returns the flags2 and flags_extra bytes of a MariaDB GTID
-// event group's GTID event.
-func gtidFlags(txn *binlog.Transaction) (flags2, extra byte) { return txn.GTIDFlags() }
 
 // NeedsStatementSession reports whether txn runs source statements (not
 // only row events), which must all run on one target session, the

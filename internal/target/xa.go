@@ -171,7 +171,7 @@ func parseXID(text string) (xid, bool) {
 // completesXA reports whether txn is the XA COMMIT or XA ROLLBACK that ends
 // a prepared XA transaction (the second phase).
 func completesXA(txn *binlog.Transaction) bool {
-	flags2, _ := gtidFlags(txn)
+	flags2, _ := txn.GTIDFlags()
 	return txn.Flavor == binlog.FlavorMariaDB && flags2&gtidCompletedXA != 0
 }
 
