@@ -115,3 +115,37 @@ func TestLowatTakesFewerBytesThanExpected(t *testing.T) {
 		t.Errorf("read %d bytes, want the 1 sent late", n)
 	}
 }
+
+// TestLowatWaitGrowsWithTheAnswersAwaited: a read waits for its mark as
+// long as the script's answers have been awaited, within lowatWait and
+// lowatMaxWait, and the clock starts again with the next script.
+func TestLowatWaitGrowsWithTheAnswersAwaited(t *testing.T) {
+	c := &lowatConn{}
+	c.expect(10)
+	start := c.since
+	if start.IsZero() {
+		t.Fatal("expect did not note when the answers began to be awaited")
+	}
+	for _, tc := range []struct {
+		after, want time.Duration
+	}{
+		{0, lowatWait},
+		{lowatWait / 2, lowatWait},
+		{10 * time.Millisecond, 10 * time.Millisecond},
+		{time.Second, lowatMaxWait},
+	} {
+		if got := c.wait(start.Add(tc.after)); got != tc.want {
+			t.Errorf("%s after the script was sent: wait %s, want %s", tc.after, got, tc.want)
+		}
+	}
+	c.expect(9) // the same script, one answer read
+	if c.since != start {
+		t.Error("an answer read restarted the clock of the script's answers")
+	}
+	c.expect(0)
+	time.Sleep(time.Millisecond)
+	c.expect(3)
+	if !c.since.After(start) {
+		t.Error("the next script's answers kept the clock of the last")
+	}
+}
