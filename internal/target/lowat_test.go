@@ -149,3 +149,47 @@ func TestLowatWaitGrowsWithTheAnswersAwaited(t *testing.T) {
 		t.Error("the next script's answers kept the clock of the last")
 	}
 }
+
+// TestLowatWaitKeepsTheLastScriptsPace: a read first waits as long as the
+// script is expected to take at the pace of the last one whose answers all
+// came, and a script an error ended early sets no pace.
+func TestLowatWaitKeepsTheLastScriptsPace(t *testing.T) {
+	c := &lowatConn{}
+	for answers := 3; answers >= 0; answers-- {
+		c.expect(answers)
+		time.Sleep(time.Millisecond)
+	}
+	if c.pace <= 0 {
+		t.Fatal("a script whose answers all came set no pace")
+	}
+	c.pace = 0
+	c.expect(5)
+	c.expect(4) // an error comes as the second answer: the script ends
+	c.expect(0)
+	if c.pace != 0 {
+		t.Errorf("a script an error ended set the pace to %s", c.pace)
+	}
+
+	c.pace = time.Millisecond / 2
+	c.expect(40) // expected to take 20 ms
+	start := c.since
+	for _, tc := range []struct {
+		after, want time.Duration
+	}{
+		{0, 20 * time.Millisecond},
+		{5 * time.Millisecond, 15 * time.Millisecond},
+		{19 * time.Millisecond, 19 * time.Millisecond}, // past half of it: as long again as it ran
+		{25 * time.Millisecond, 25 * time.Millisecond},
+		{time.Second, lowatMaxWait},
+	} {
+		if got := c.wait(start.Add(tc.after)); got != tc.want {
+			t.Errorf("%s after a script expected to take 20 ms was sent: wait %s, want %s", tc.after, got, tc.want)
+		}
+	}
+	c.expect(0)
+	c.pace = time.Hour
+	c.expect(2)
+	if got := c.wait(c.since); got != lowatMaxWait {
+		t.Errorf("a script expected to take hours: wait %s, want %s", got, lowatMaxWait)
+	}
+}
