@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gapless/internal/dburl"
 	"gapless/internal/sandbox"
@@ -85,6 +86,26 @@ func TestWireCountsAnswersPastBinlogStatements(t *testing.T) {
 	}
 	if got, err = w.queryString("SELECT @z"); err != nil || got != "501" {
 		t.Fatalf("after the long script: @z is %q, %v; want 501", got, err)
+	}
+
+	// A LOAD DATA statement's file request holds the answers after it
+	// back until the file is sent: its script is read as it comes, not
+	// awaited by the low-water mark (which would wait out its time limit).
+	if err := srv.Exec(ctx, "CREATE TABLE w.l (id INT PRIMARY KEY, v INT)"); err != nil {
+		t.Fatal(err)
+	}
+	w.lowat.since = time.Time{}
+	w.files = map[string][]byte{"rows.tsv": []byte("3\t30\n4\t40\n")}
+	err = w.exec([]string{"SET @l = 1", "LOAD DATA LOCAL INFILE 'rows.tsv' INTO TABLE w.l (id, v)", "SET @l = @l + 1"})
+	w.files = nil
+	if err != nil {
+		t.Fatalf("a script with LOAD DATA: %v", err)
+	}
+	if !w.lowat.since.IsZero() {
+		t.Error("a script with LOAD DATA had its answers awaited by the low-water mark")
+	}
+	if got, err = w.queryString("SELECT CONCAT(@l, '/', (SELECT SUM(v) FROM w.l))"); err != nil || got != "2/70" {
+		t.Fatalf("after the script with LOAD DATA: %q, %v; want 2/70", got, err)
 	}
 
 	// On a node that refuses SET server_id, the assignments are taken out
