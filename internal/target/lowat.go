@@ -21,7 +21,8 @@
 // lowatWait, never more than lowatMaxWait. A fixed 2 ms woke the reader of
 // a 16 ms script 8 times, each a timer, two setsockopt calls and two or
 // three reads (on W1 9 000 times a run, about 3% of gapless's CPU); now a
-// script that keeps the pace of the last ends with one wake-up. An error
+// script that keeps the pace of the last wakes its reader once, and W1's
+// 1 186 scripts cost 3 800 setsockopt calls a run, not 18 000. An error
 // that ends a script is read at most about as long after it came as the
 // script was expected to take, or had run, whichever is longer.
 package target
