@@ -15,16 +15,17 @@
 // waits for bytes that will not come, with one exception: an error ends a
 // script early, and its answer is the last. For that case (and a slow
 // statement), a wait is bounded; then the reader takes what is there, as
-// before. The bound is what the script is expected to take, at the pace of
-// the connection's last script whose answers all came, and once that has
-// passed, as long as the answers have been awaited; never less than
-// lowatWait, never more than lowatMaxWait. A fixed 2 ms woke the reader of
-// a 16 ms script 8 times, each a timer, two setsockopt calls and two or
-// three reads (on W1 9 000 times a run, about 3% of gapless's CPU); now a
-// script that keeps the pace of the last wakes its reader once, and W1's
-// 1 186 scripts cost 3 800 setsockopt calls a run, not 18 000. An error
-// that ends a script is read at most about as long after it came as the
-// script was expected to take, or had run, whichever is longer.
+// before. The bound grows with the time the script's answers have been
+// awaited (lowatWait at first, at most lowatMaxWait): a script of 16 ms
+// woke its reader every 2 ms, 8 times, each a timer, two setsockopt calls
+// and two or three reads (on W1 9 000 times a run, about 3% of gapless's
+// CPU), and now 3 or 4 times (W1's 1 182 scripts cost 8 400 setsockopt
+// calls a run, not 18 000); an error that ends a script is read at most
+// about as long after it came as the script had run before it. (A first
+// wait as long as the script was expected to take, at the pace of the
+// connection's last script, woke the reader once a script and saved a
+// little more CPU, but made W1 under --policy commit-id 9% slower, for a
+// reason not found; it was taken out.)
 package target
 
 import (
@@ -45,9 +46,11 @@ const minAnswer = 11
 // buffer, and the most one read of the packet reader's buffer takes.
 const lowatMax = 32 << 10
 
-// lowatWait and lowatMaxWait bound how long a read waits for its low-water
-// mark before it takes the bytes that are there (lowatConn.wait): what an
-// error in the middle of a script (after which nothing more comes) costs.
+// lowatWait is the longest a read waits for its low-water mark before it
+// takes the bytes that are there while a script's answers have been awaited
+// for less than that; later a read waits as long as they have been awaited,
+// up to lowatMaxWait. That is what an error in the middle of a script (after
+// which nothing more comes) costs at most.
 const (
 	lowatWait    = 2 * time.Millisecond
 	lowatMaxWait = 32 * time.Millisecond
@@ -64,13 +67,8 @@ type lowatConn struct {
 	// mark is the SO_RCVLOWAT in force; 1 is the kernel's default.
 	mark int
 	// since is when the answers now awaited began to be (want went from
-	// zero to more), awaited how many there were then, and left how many
-	// were still to come at the last expect.
-	since         time.Time
-	awaited, left int
-	// pace is the time an answer took on the last script whose answers
-	// all came; zero before the first.
-	pace time.Duration
+	// zero to more).
+	since time.Time
 	// broken: setting the mark failed once; reads are plain from then on.
 	broken bool
 }
@@ -92,27 +90,19 @@ func newLowatConn(conn net.Conn) net.Conn {
 // still to come, the first of which may be partly read already.
 func (c *lowatConn) expect(answers int) {
 	if answers <= 0 {
-		if c.want > 0 && c.left == 1 {
-			// The last answer was awaited, so all came (an error
-			// before it ends the script with more left).
-			c.pace = time.Since(c.since) / time.Duration(c.awaited)
-		}
-		c.want, c.left = 0, 0
+		c.want = 0
 		return
 	}
 	if c.want == 0 {
-		c.since, c.awaited = time.Now(), answers
+		c.since = time.Now()
 	}
-	c.want, c.left = 1+minAnswer*(answers-1), answers
+	c.want = 1 + minAnswer*(answers-1)
 }
 
-// wait is how long a read waits for its mark at now: until the script is
-// expected to end at the last one's pace, or, past that, as long again as
-// its answers have been awaited; within lowatWait and lowatMaxWait.
+// wait is how long a read waits for its mark at now: as long as the
+// answers have been awaited, at least lowatWait, at most lowatMaxWait.
 func (c *lowatConn) wait(now time.Time) time.Duration {
-	elapsed := now.Sub(c.since)
-	w := max(elapsed, c.pace*time.Duration(c.awaited)-elapsed)
-	return min(max(w, lowatWait), lowatMaxWait)
+	return min(max(now.Sub(c.since), lowatWait), lowatMaxWait)
 }
 
 func (c *lowatConn) Read(p []byte) (int, error) {
