@@ -21,11 +21,23 @@
 // and two or three reads (on W1 9 000 times a run, about 3% of gapless's
 // CPU), and now 3 or 4 times (W1's 1 182 scripts cost 8 400 setsockopt
 // calls a run, not 18 000); an error that ends a script is read at most
-// about as long after it came as the script had run before it. (A first
-// wait as long as the script was expected to take, at the pace of the
-// connection's last script, woke the reader once a script and saved a
-// little more CPU, but made W1 under --policy commit-id 9% slower, for a
-// reason not found; it was taken out.)
+// about as long after it came as the script had run before it.
+//
+// A reader that does not read also holds the target's answers back: the
+// target sends each answer in a segment of its own and keeps only so many
+// unacknowledged (its congestion window, 12 on the loopback, seen with
+// ss), and the reader's kernel delays its acknowledgements, up to 40 ms,
+// until the reader reads. So a long script's answers come a dozen at a
+// time, the rest waiting in the target's socket for the next read, and the
+// last ones come only after a read made after the script ended. A first
+// wait as long as the script was expected to take at the pace of the
+// connection's last script woke the reader once a script, but held its
+// last answers until the wait ran out: W1 under --policy commit-id, where
+// each script waits for the one before, took 9% longer, and as long as
+// the other builds once the loopback route acknowledged every segment
+// (quickack 1). A first wait a little shorter than the script's expected
+// time, then one until its end, saved no CPU measurable on W1; neither was
+// kept.
 package target
 
 import (
