@@ -37,7 +37,10 @@
 // the other builds once the loopback route acknowledged every segment
 // (quickack 1). A first wait a little shorter than the script's expected
 // time, then one until its end, saved no CPU measurable on W1; neither was
-// kept.
+// kept. Acknowledging without a read does not help: the kernel sends a
+// pending acknowledgement (TCP_QUICKACK, as on a read) only once the
+// receive queue is drained, so only a read near a script's end gets its
+// last answers promptly.
 package target
 
 import (
