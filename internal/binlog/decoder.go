@@ -417,9 +417,13 @@ func (d *Decoder) begin(ev *replication.BinlogEvent) *Transaction {
 // touches; undecoded is why a row event's rows could not be decoded.
 func (t *Transaction) add(ev *replication.BinlogEvent, undecoded error, pending *PendingRows, names *names) {
 	t.Events = append(t.Events, Event{Header: ev.Header, Raw: ev.RawData, Data: ev.Event, Undecoded: undecoded, pending: pending})
-	switch ev.Event.(type) {
+	switch e := ev.Event.(type) {
 	case *replication.QueryEvent, *replication.ExecuteLoadQueryEvent:
 		t.queries = true
+	case *replication.RowsEvent:
+		if n := int(e.ColumnCount); len(e.ColumnBitmap1)*8 < n || !allSet(e.ColumnBitmap1, n) {
+			t.partialRows = true
+		}
 	}
 	if undecoded != nil {
 		t.OpaqueRows = true

@@ -13,6 +13,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/packet"
+	"github.com/go-mysql-org/go-mysql/replication"
 )
 
 // appendPackets appends payload to stream as the source sends it: in
@@ -211,6 +212,49 @@ func TestDumpStreamReadsEvents(t *testing.T) {
 	}
 	if _, err := d.next(); !errors.Is(err, io.EOF) {
 		t.Fatalf("after the stream's end: %v, want EOF", err)
+	}
+}
+
+// TestDumpStreamChecksums: the dump checks the checksum of the events the
+// receiver reads (a GTID event damaged on the way stops it) and leaves
+// those of row events and table maps, stored as they came, to the relay
+// log's reader, which checks every event's before it decodes it
+// (TestRelayIntegrity's damaged row event).
+func TestDumpStreamChecksums(t *testing.T) {
+	damaged := func(ev []byte) []byte {
+		ev = bytes.Clone(ev)
+		ev[len(ev)-checksumSize-1] ^= 0x01
+		return ev
+	}
+	stream := func(events ...[]byte) *dumpStream {
+		var stream []byte
+		seq := uint8(1)
+		for _, ev := range events {
+			stream = appendPackets(stream, &seq, append([]byte{mysql.OK_HEADER}, ev...))
+		}
+		return &dumpStream{conn: &client.Conn{}, guard: &dumpConn{}, packets: newPacketReader(bytes.NewReader(stream), 1)}
+	}
+	e := newEncoder()
+	tableMap, rows := damaged(e.tableMap(7, "db", "t")), damaged(e.writeRows(replication.WRITE_ROWS_EVENTv1, 7, 1, 2))
+	d := stream(e.format(), e.mariaGTID(1, 0, 0, 0), tableMap, rows, e.xid(1))
+	for i := range 5 {
+		ev, err := d.next()
+		if err != nil {
+			t.Fatalf("event %d: %v, want a damaged row event or table map passed on to the relay log", i, err)
+		}
+		if i == 2 && !bytes.Equal(ev.RawData, tableMap) || i == 3 && !bytes.Equal(ev.RawData, rows) {
+			t.Fatalf("event %d: %s passed on changed", i, ev.Header.EventType)
+		}
+	}
+	if checksumHolds(rows) || checksumHolds(tableMap) {
+		t.Fatal("the damaged events' checksums hold")
+	}
+	d = stream(e.format(), damaged(e.mariaGTID(2, 0, 0, 0)))
+	if _, err := d.next(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.next(); !errors.Is(err, replication.ErrChecksumMismatch) {
+		t.Fatalf("a damaged GTID event: %v, want a checksum mismatch", err)
 	}
 }
 

@@ -130,10 +130,13 @@ type Transaction struct {
 	// decoded: the Decoder made the group, and says of it, while its bytes
 	// are at hand, what is asked of every transaction several times, in
 	// other goroutines, long after: Begin's flags (flags2, flagsExtra), and
-	// whether any event is a query event (queries; see MayHoldQueries).
+	// whether any event is a query event (queries; see MayHoldQueries),
+	// and whether a row event's images lack a column (partialRows; see
+	// MayHoldPartialRows).
 	decoded            bool
 	flags2, flagsExtra byte
 	queries            bool
+	partialRows        bool
 
 	// Filtered is true when the replication filters leave nothing of the
 	// group to apply: it only advances the position.
@@ -285,3 +288,10 @@ func MariaDBGTIDFlags(raw []byte, format Event) (flags2, extra byte) {
 // made and met none in (events taken out since, as filters do, leave that
 // true). A search of a group's events for statements asks it first.
 func (t *Transaction) MayHoldQueries() bool { return !t.decoded || t.queries }
+
+// MayHoldPartialRows reports whether a row event of the group may lack a
+// column of its table in its (first) images: false only for a group the
+// Decoder made and met none in. A search of a group's row events for
+// partial images asks it first: it costs no look at the events, which
+// by then have left the processor's caches.
+func (t *Transaction) MayHoldPartialRows() bool { return !t.decoded || t.partialRows }

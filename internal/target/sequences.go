@@ -61,8 +61,9 @@ const (
 // sequenceValues puts SequenceValues in place of the row events that write
 // sequences of the target without all their columns (statementSequenceValues).
 func (e *Engines) sequenceValues(txn *binlog.Transaction) error {
-	// One look at the row events first: nearly every group stops here.
-	if !slices.ContainsFunc(txn.Events, mayBeSequenceValues) {
+	// Nearly every group stops here: the decoder saw no partial image, or
+	// one look at the row events finds none of a sequence's.
+	if !txn.MayHoldPartialRows() || !slices.ContainsFunc(txn.Events, mayBeSequenceValues) {
 		return nil
 	}
 	var events []binlog.Event // nil until a statement is replaced
