@@ -170,7 +170,7 @@ func scheduleHotPath(b *testing.B, txns []*binlog.Transaction) {
 }
 
 // hotPathBatch is replicate's --batch default (analyze.DefaultBatch).
-const hotPathBatch = 1024
+const hotPathBatch = 256
 
 const hotPathCheckpoint = "INSERT INTO gapless.gapless_position (stream, domain_id, slot, gtid) VALUES ('default', 0, 0, '0-1-1') ON DUPLICATE KEY UPDATE gtid=VALUES(gtid)"
 
