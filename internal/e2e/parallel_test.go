@@ -164,6 +164,14 @@ func TestEveryPolicyAndCommitOrderReplicatesEqual(t *testing.T) {
 			})
 		}
 	}
+	// Batches longer than causal commit order's window (256 transactions
+	// past the gap-less position) once waited for ever to come within it.
+	t.Run("writeset/causal/batch-1024", func(t *testing.T) {
+		resetTarget(t, sb)
+		replicateUntilCaughtUp(t, sb, filepath.Join(t.TempDir(), "relay"),
+			"--workers", "8", "--policy", "writeset", "--commit-order", "causal", "--batch", "1024")
+		requireEqualData(t, sb, true)
+	})
 }
 
 func TestKillDuringParallelApplyThenRestart(t *testing.T) {
