@@ -40,12 +40,12 @@ var DefaultPolicies = []string{"commit-id", "writeset", "schema", "domain"}
 // 2-9% more transactions a second on W1, W2 and W1M, durable targets with
 // the binlog on and off (bench/results/2026-11-24-batch-256.md), and on
 // non-durable ones. Batches also end at 4 MiB, which bounds how long a stop
-// waits. 1024 measured faster on durable targets (W1 and W2 --scale 5, 3
-// runs side by side: 4.6 and 5.3 s against 4.9 and 6.0 s; W11F 1.5% slower;
-// bench/results/2026-11-30-batch-1024.md), but batches longer than causal
-// commit order's window hung it until the window allowed them (job.go):
-// the default stays until the whole test suite has run at 1024.
-const DefaultBatch = 256
+// waits. 1024 rather than 256: when each batch shares a row with the one
+// before, its commit (an fsync on a durable target) is on the chain, and
+// fewer batches are fewer links (W1 and W2 --scale 5, 3 runs side by side:
+// 4.6 and 5.3 s against 4.9 and 6.0 s; W11F, whose batches end at 4 MiB
+// first, 1.5% slower; bench/results/2026-11-30-batch-1024.md).
+const DefaultBatch = 1024
 
 // Options configure an analysis.
 type Options struct {

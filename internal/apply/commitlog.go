@@ -178,5 +178,6 @@ func (l *commitLog) waitWindow(ctx context.Context, gi, window int64) error {
 }
 
 // causalWindow bounds how far past the gap-less position causal commit order
-// runs, which bounds the gaps a checkpoint row lists.
+// starts a job (its first transaction), which bounds the gaps a checkpoint
+// row lists to the window and one batch.
 const causalWindow = 256

@@ -195,11 +195,9 @@ func (r *jobRun) start() error {
 		}
 	}
 	if !r.strict {
-		// A batch longer than the window starts once everything before
-		// it committed: measured from its last transaction, it would
-		// never come within the window, and the run would hang.
-		window := max(causalWindow, int64(len(j.txns)))
-		if err := clog.waitWindow(r.run, j.last(), window); err != nil {
+		// Measured from the batch's first transaction: from its last, a
+		// batch longer than the window would never come within it.
+		if err := clog.waitWindow(r.run, j.gi, causalWindow); err != nil {
 			return err
 		}
 	}

@@ -15,8 +15,9 @@
 // not (a gap); its row then also records the gap-less position at that moment
 // (low_water) and the transactions its slot committed above it (above), so a
 // restart knows exactly which transactions past the gap-less position are
-// applied already. A slot commits at most a bounded window above low_water, so
-// above stays short.
+// applied already. A slot commits at most a bounded window above low_water, and
+// above lists runs of consecutive sequence numbers as one entry each, so it
+// stays short.
 package checkpoint
 
 import (
@@ -185,15 +186,11 @@ func (s *Store) Statement(slot int, g gtid.MariaDBGTID, sourceTime time.Time) st
 // CausalStatement is Statement under causal commit order: it also records
 // the gap-less position and the slot's transactions committed above it.
 func (s *Store) CausalStatement(slot int, g gtid.MariaDBGTID, sourceTime time.Time, lowWater gtid.MariaDBPosition, above []gtid.MariaDBGTID) string {
-	list := make([]string, len(above))
-	for i, a := range above {
-		list[i] = a.String()
-	}
 	lw := lowWater.String()
 	if lw == "" {
 		lw = "-" // nothing gap-less yet, but the row is a causal one
 	}
-	return s.statement(slot, g, sourceTime, ", "+sqltext.Literal(lw)+", "+sqltext.Literal(strings.Join(list, ",")),
+	return s.statement(slot, g, sourceTime, ", "+sqltext.Literal(lw)+", "+sqltext.Literal(encodeAbove(above)),
 		"low_water = VALUES(low_water), above = VALUES(above)")
 }
 
@@ -335,15 +332,8 @@ func (s *Store) Rows(ctx context.Context) ([]Row, error) {
 			}
 			r.LowWater = &lw
 		}
-		for _, a := range strings.Split(above, ",") {
-			if a == "" {
-				continue
-			}
-			g, err := gtid.ParseMariaDBGTID(a)
-			if err != nil {
-				return nil, fmt.Errorf("target: %s.checkpoint: above %q: %w", Schema, above, err)
-			}
-			r.Above = append(r.Above, g)
+		if r.Above, err = decodeAbove(above); err != nil {
+			return nil, fmt.Errorf("target: %s.checkpoint: above %q: %w", Schema, above, err)
 		}
 		r.SourceTime = time.Unix(src, 0)
 		r.AppliedAt, _ = time.Parse("2006-01-02 15:04:05.999999", applied)

@@ -10,7 +10,7 @@
 //   - schedule: the writeset policy's Admit and Committed, 16 transactions
 //     in flight, with the tables' keys as the target's catalog gives them;
 //   - statements: the script a Session makes for each job: runs of up to
-//     256 Batchable transactions as one batch (batchScript), any other
+//     1024 Batchable transactions as one batch (batchScript), any other
 //     group alone (script), with the source's GTIDs kept and the binlog
 //     written.
 //
@@ -170,7 +170,7 @@ func scheduleHotPath(b *testing.B, txns []*binlog.Transaction) {
 }
 
 // hotPathBatch is replicate's --batch default (analyze.DefaultBatch).
-const hotPathBatch = 256
+const hotPathBatch = 1024
 
 const hotPathCheckpoint = "INSERT INTO gapless.gapless_position (stream, domain_id, slot, gtid) VALUES ('default', 0, 0, '0-1-1') ON DUPLICATE KEY UPDATE gtid=VALUES(gtid)"
 
