@@ -9,7 +9,9 @@ import (
 )
 
 func TestAboveRuns(t *testing.T) {
-	g := func(d, s uint32, seq uint64) gtid.MariaDBGTID { return gtid.MariaDBGTID{Domain: d, Server: s, Seq: seq} }
+	g := func(d, s uint32, seq uint64) gtid.MariaDBGTID {
+		return gtid.MariaDBGTID{Domain: d, Server: s, Seq: seq}
+	}
 	var batch []gtid.MariaDBGTID
 	for seq := uint64(1000); seq < 2023; seq++ {
 		batch = append(batch, g(0, 1, seq))
